@@ -1,0 +1,688 @@
+//! The system configuration: the same types on the host (parsed from TOML by the host tool)
+//! and in the hypervisor (decoded from the bundle).
+//!
+//! `validate` checks every rule that does not need the file system, and `plan_memory` places
+//! the VM memory regions that name no physical address. Both report a `ConfigError` that
+//! names the key (`vm[1].memory[0].size`) and the problem; the host tool adds the file name.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::board::{Board, Platform, Region};
+
+/// Largest guest-physical address + 1: Partita gives every VM a 40-bit IPA space.
+pub const IPA_LIMIT: u64 = 1 << 40;
+/// Granule of every memory region and device window.
+pub const PAGE_SIZE: u64 = 0x1000;
+/// Longest VM name (it tags every console line).
+pub const MAX_NAME_LEN: usize = 16;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemConfig {
+    pub board: BoardConfig,
+    pub vms: Vec<VmConfig>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoardConfig {
+    pub platform: Platform,
+    /// Number of physical CPUs Partita brings up, CPU 0 included.
+    pub cpus: u8,
+}
+
+/// What a VM is for; it decides defaults such as scheduling priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VmKind {
+    /// A real-time OS: runs first, keeps its timing.
+    Rtos,
+    /// A general-purpose OS: runs in the background.
+    Gpos,
+}
+
+impl VmKind {
+    pub const ALL: [VmKind; 2] = [VmKind::Rtos, VmKind::Gpos];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VmKind::Rtos => "rtos",
+            VmKind::Gpos => "gpos",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<VmKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmConfig {
+    pub name: String,
+    pub kind: VmKind,
+    /// Higher runs first.
+    pub priority: u8,
+    /// Physical CPUs the VM's vCPUs run on, one vCPU each.
+    pub cpus: Vec<u8>,
+    pub memory: Vec<MemoryRegion>,
+    pub image: ImageConfig,
+    pub bootargs: String,
+    pub devices: Vec<DeviceConfig>,
+}
+
+/// A piece of guest RAM: `size` bytes at guest-physical `base`, backed by physical `phys`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryRegion {
+    pub base: u64,
+    pub size: u64,
+    /// `None` until `plan_memory` chooses it.
+    pub phys: Option<u64>,
+}
+
+impl MemoryRegion {
+    pub fn guest(&self) -> Region {
+        Region::new(self.base, self.size)
+    }
+
+    pub fn physical(&self) -> Option<Region> {
+        self.phys.map(|p| Region::new(p, self.size))
+    }
+}
+
+/// The program a VM boots: copied to `load` (guest-physical) and entered there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageConfig {
+    /// Host path as written in the configuration (for messages only).
+    pub path: String,
+    /// Guest-physical load and entry address; `None` means the base of the first memory region.
+    pub load: Option<u64>,
+    /// Size in bytes, filled in by the host tool from the file.
+    pub size: u64,
+}
+
+/// A device a VM sees at guest-physical `base`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeviceConfig {
+    /// An emulated PL011 UART multiplexed onto the physical console; `irq` is the SPI INTID
+    /// the VM sees.
+    Pl011 { base: u64, irq: u32 },
+    /// Partita's MMIO test device for probe guests.
+    TestDev { base: u64 },
+}
+
+impl DeviceConfig {
+    /// Names used for the `type` key.
+    pub const TYPES: [&'static str; 2] = ["pl011", "testdev"];
+
+    pub fn window(&self) -> Region {
+        match *self {
+            DeviceConfig::Pl011 { base, .. } | DeviceConfig::TestDev { base } => {
+                Region::new(base, PAGE_SIZE)
+            }
+        }
+    }
+
+    pub fn irq(&self) -> Option<u32> {
+        match *self {
+            DeviceConfig::Pl011 { irq, .. } => Some(irq),
+            DeviceConfig::TestDev { .. } => None,
+        }
+    }
+}
+
+impl VmConfig {
+    /// Where the image is loaded and entered.
+    pub fn load_address(&self) -> Option<u64> {
+        self.image
+            .load
+            .or_else(|| self.memory.first().map(|m| m.base))
+    }
+}
+
+/// A configuration mistake: which key, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub key: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+fn range(r: &Region) -> String {
+    format!("{:#x}..{:#x}", r.base, r.base.wrapping_add(r.size))
+}
+
+/// Checks every rule that concerns the configuration alone. Call after `plan_memory`.
+pub fn validate(cfg: &SystemConfig) -> Result<(), ConfigError> {
+    let board = cfg.board.platform.board();
+    if cfg.board.cpus == 0 || cfg.board.cpus > board.max_cpus {
+        return Err(ConfigError::new(
+            "board.cpus",
+            format!(
+                "{} physical CPUs requested, but {} has 1 to {}",
+                cfg.board.cpus,
+                board.platform.name(),
+                board.max_cpus
+            ),
+        ));
+    }
+    if cfg.vms.is_empty() {
+        return Err(ConfigError::new(
+            "vm",
+            "no VM is configured: add a [[vm]] table",
+        ));
+    }
+    for (i, vm) in cfg.vms.iter().enumerate() {
+        validate_vm(cfg, board, i, vm)?;
+    }
+    validate_across_vms(cfg)
+}
+
+fn validate_vm(
+    cfg: &SystemConfig,
+    board: &Board,
+    i: usize,
+    vm: &VmConfig,
+) -> Result<(), ConfigError> {
+    let key = |k: &str| format!("vm[{i}].{k}");
+    validate_name(&vm.name).map_err(|m| ConfigError::new(key("name"), m))?;
+    if vm.cpus.is_empty() {
+        return Err(ConfigError::new(key("cpus"), "a VM needs one physical CPU"));
+    }
+    if vm.cpus.len() > 1 {
+        return Err(ConfigError::new(
+            key("cpus"),
+            "VMs are uniprocessor: list exactly one physical CPU",
+        ));
+    }
+    for (j, &cpu) in vm.cpus.iter().enumerate() {
+        if cpu >= cfg.board.cpus {
+            return Err(ConfigError::new(
+                format!("vm[{i}].cpus[{j}]"),
+                format!(
+                    "CPU {cpu} is out of range: board.cpus is {}, so CPUs are 0 to {}",
+                    cfg.board.cpus,
+                    cfg.board.cpus - 1
+                ),
+            ));
+        }
+    }
+    if vm.memory.is_empty() {
+        return Err(ConfigError::new(
+            key("memory"),
+            "a VM needs at least one memory region",
+        ));
+    }
+    for (j, m) in vm.memory.iter().enumerate() {
+        validate_region(board, i, j, m)?;
+        for (k, other) in vm.memory.iter().enumerate().take(j) {
+            if m.guest().overlaps(&other.guest()) {
+                return Err(ConfigError::new(
+                    format!("vm[{i}].memory[{j}].base"),
+                    format!(
+                        "guest range {} overlaps vm[{i}].memory[{k}] ({})",
+                        range(&m.guest()),
+                        range(&other.guest())
+                    ),
+                ));
+            }
+        }
+    }
+    validate_devices(vm, i)?;
+    validate_image(vm, i)
+}
+
+fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the name is empty".into());
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "\"{name}\" is longer than {MAX_NAME_LEN} characters"
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+    {
+        return Err(format!("\"{name}\" may use only a-z, 0-9, '-' and '_'"));
+    }
+    Ok(())
+}
+
+fn validate_region(board: &Board, i: usize, j: usize, m: &MemoryRegion) -> Result<(), ConfigError> {
+    let key = |k: &str| format!("vm[{i}].memory[{j}].{k}");
+    if m.size == 0 || m.size % PAGE_SIZE != 0 {
+        return Err(ConfigError::new(
+            key("size"),
+            format!("{:#x} is not a non-zero multiple of 4 KiB", m.size),
+        ));
+    }
+    if m.base % PAGE_SIZE != 0 {
+        return Err(ConfigError::new(
+            key("base"),
+            format!("{:#x} is not aligned to 4 KiB", m.base),
+        ));
+    }
+    if !Region::new(0, IPA_LIMIT).contains(&m.guest()) {
+        return Err(ConfigError::new(
+            key("base"),
+            format!(
+                "guest range {} is beyond the 40-bit guest-physical space",
+                range(&m.guest())
+            ),
+        ));
+    }
+    let Some(phys) = m.physical() else {
+        return Err(ConfigError::new(
+            key("phys"),
+            "no physical memory was planned",
+        ));
+    };
+    if phys.base % PAGE_SIZE != 0 {
+        return Err(ConfigError::new(
+            key("phys"),
+            format!("{:#x} is not aligned to 4 KiB", phys.base),
+        ));
+    }
+    if !board.ram.contains(&phys) {
+        return Err(ConfigError::new(
+            key("phys"),
+            format!(
+                "physical range {} is outside RAM ({})",
+                range(&phys),
+                range(&board.ram)
+            ),
+        ));
+    }
+    if phys.overlaps(&board.hypervisor) {
+        return Err(ConfigError::new(
+            key("phys"),
+            format!(
+                "physical range {} overlaps Partita's own memory ({})",
+                range(&phys),
+                range(&board.hypervisor)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_devices(vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
+    for (j, d) in vm.devices.iter().enumerate() {
+        let key = |k: &str| format!("vm[{i}].device[{j}].{k}");
+        let w = d.window();
+        if w.base % PAGE_SIZE != 0 {
+            return Err(ConfigError::new(
+                key("base"),
+                format!("{:#x} is not aligned to 4 KiB", w.base),
+            ));
+        }
+        if !Region::new(0, IPA_LIMIT).contains(&w) {
+            return Err(ConfigError::new(
+                key("base"),
+                format!("{:#x} is beyond the 40-bit guest-physical space", w.base),
+            ));
+        }
+        if let Some((k, m)) = vm
+            .memory
+            .iter()
+            .enumerate()
+            .find(|(_, m)| m.guest().overlaps(&w))
+        {
+            return Err(ConfigError::new(
+                key("base"),
+                format!(
+                    "device window {} overlaps vm[{i}].memory[{k}] ({})",
+                    range(&w),
+                    range(&m.guest())
+                ),
+            ));
+        }
+        if let Some((k, _)) = vm
+            .devices
+            .iter()
+            .enumerate()
+            .take(j)
+            .find(|(_, o)| o.window().overlaps(&w))
+        {
+            return Err(ConfigError::new(
+                key("base"),
+                format!("device window {} overlaps vm[{i}].device[{k}]", range(&w)),
+            ));
+        }
+        if let Some(irq) = d.irq() {
+            if !(32..1020).contains(&irq) {
+                return Err(ConfigError::new(
+                    key("irq"),
+                    format!("{irq} is not a shared peripheral interrupt (32 to 1019)"),
+                ));
+            }
+            if let Some((k, _)) = vm
+                .devices
+                .iter()
+                .enumerate()
+                .take(j)
+                .find(|(_, o)| o.irq() == Some(irq))
+            {
+                return Err(ConfigError::new(
+                    key("irq"),
+                    format!("interrupt {irq} is already used by vm[{i}].device[{k}]"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate_image(vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
+    let load = vm.load_address().unwrap_or(0);
+    let key = if vm.image.load.is_some() {
+        "image.load"
+    } else {
+        "image"
+    };
+    let Some((_, region)) = vm
+        .memory
+        .iter()
+        .map(|m| m.guest())
+        .enumerate()
+        .find(|(_, m)| m.contains(&Region::new(load, 1)))
+    else {
+        return Err(ConfigError::new(
+            format!("vm[{i}].{key}"),
+            format!("load address {load:#x} is not inside any of the VM's memory regions"),
+        ));
+    };
+    let room = region.base + region.size - load;
+    if vm.image.size == 0 {
+        return Err(ConfigError::new(
+            format!("vm[{i}].image"),
+            format!("\"{}\" is empty", vm.image.path),
+        ));
+    }
+    if vm.image.size > room {
+        return Err(ConfigError::new(
+            format!("vm[{i}].image"),
+            format!(
+                "\"{}\" is {} bytes, but only {} bytes of VM memory follow its load address {load:#x}",
+                vm.image.path, vm.image.size, room
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_across_vms(cfg: &SystemConfig) -> Result<(), ConfigError> {
+    for (i, vm) in cfg.vms.iter().enumerate() {
+        for (k, other) in cfg.vms.iter().enumerate().take(i) {
+            if vm.name == other.name {
+                return Err(ConfigError::new(
+                    format!("vm[{i}].name"),
+                    format!("\"{}\" is already the name of vm[{k}]", vm.name),
+                ));
+            }
+            for (j, m) in vm.memory.iter().enumerate() {
+                for (l, o) in other.memory.iter().enumerate() {
+                    let (Some(a), Some(b)) = (m.physical(), o.physical()) else {
+                        continue;
+                    };
+                    if a.overlaps(&b) {
+                        return Err(ConfigError::new(
+                            format!("vm[{i}].memory[{j}].phys"),
+                            format!(
+                                "physical range {} overlaps vm[{k}].memory[{l}] ({}): VMs never share memory",
+                                range(&a),
+                                range(&b)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Chooses physical memory for every region that names none.
+///
+/// Regions are placed first-fit above Partita's own memory, aligned like their guest address
+/// up to 1 GiB so stage 2 can map them with the largest blocks (a 2 MiB-aligned guest region
+/// gets a 2 MiB-aligned physical one). Explicit `phys` regions are left alone and avoided.
+pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
+    let board = cfg.board.platform.board();
+    let mut taken: Vec<Region> = cfg
+        .vms
+        .iter()
+        .flat_map(|vm| vm.memory.iter().filter_map(|m| m.physical()))
+        .collect();
+    taken.push(board.hypervisor);
+    for (i, vm) in cfg.vms.iter_mut().enumerate() {
+        for (j, m) in vm.memory.iter_mut().enumerate() {
+            if m.phys.is_some() || m.size == 0 {
+                continue;
+            }
+            let align = block_alignment(m.base, m.size);
+            let phys = first_fit(board.ram, &taken, m.size, align).ok_or_else(|| {
+                ConfigError::new(
+                    format!("vm[{i}].memory[{j}].size"),
+                    format!(
+                        "no free physical memory for {:#x} bytes (RAM is {}, Partita keeps {})",
+                        m.size,
+                        range(&board.ram),
+                        range(&board.hypervisor)
+                    ),
+                )
+            })?;
+            m.phys = Some(phys);
+            taken.push(Region::new(phys, m.size));
+        }
+    }
+    Ok(())
+}
+
+/// The largest stage-2 block size (4 KiB, 2 MiB, 1 GiB) both `base` and `size` allow.
+fn block_alignment(base: u64, size: u64) -> u64 {
+    [1 << 30, 1 << 21]
+        .into_iter()
+        .find(|&b| base % b == 0 && size >= b)
+        .unwrap_or(PAGE_SIZE)
+}
+
+fn first_fit(ram: Region, taken: &[Region], size: u64, align: u64) -> Option<u64> {
+    let ram_end = ram.end()?;
+    let mut candidate = ram.base.next_multiple_of(align);
+    loop {
+        let want = Region::new(candidate, size);
+        if want.end()? > ram_end {
+            return None;
+        }
+        match taken
+            .iter()
+            .filter(|t| t.overlaps(&want))
+            .filter_map(|t| t.end())
+            .max()
+        {
+            Some(end) => candidate = end.next_multiple_of(align),
+            None => return Some(candidate),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    fn vm(name: &str, phys: Option<u64>) -> VmConfig {
+        VmConfig {
+            name: name.into(),
+            kind: VmKind::Rtos,
+            priority: 1,
+            cpus: vec![0],
+            memory: vec![MemoryRegion {
+                base: 0x4000_0000,
+                size: 0x20_0000,
+                phys,
+            }],
+            image: ImageConfig {
+                path: "probe.bin".into(),
+                load: None,
+                size: 0x1000,
+            },
+            bootargs: String::new(),
+            devices: vec![
+                DeviceConfig::Pl011 {
+                    base: 0x0900_0000,
+                    irq: 33,
+                },
+                DeviceConfig::TestDev { base: 0x0a00_0000 },
+            ],
+        }
+    }
+
+    fn system(vms: Vec<VmConfig>) -> SystemConfig {
+        SystemConfig {
+            board: BoardConfig {
+                platform: Platform::QemuVirt,
+                cpus: 1,
+            },
+            vms,
+        }
+    }
+
+    fn planned(mut cfg: SystemConfig) -> Result<SystemConfig, ConfigError> {
+        plan_memory(&mut cfg)?;
+        validate(&cfg)?;
+        Ok(cfg)
+    }
+
+    #[test]
+    fn a_good_system_validates_and_is_placed_after_the_hypervisor() {
+        let cfg = planned(system(vec![vm("a", None), vm("b", None)])).unwrap();
+        assert_eq!(cfg.vms[0].memory[0].phys, Some(0x6000_0000));
+        assert_eq!(cfg.vms[1].memory[0].phys, Some(0x6020_0000));
+    }
+
+    #[test]
+    fn planning_avoids_explicit_regions_and_keeps_block_alignment() {
+        let mut a = vm("a", Some(0x6000_0000));
+        a.memory[0].size = 0x1000;
+        let cfg = planned(system(vec![a, vm("b", None)])).unwrap();
+        assert_eq!(cfg.vms[1].memory[0].phys, Some(0x6020_0000));
+    }
+
+    #[test]
+    fn gigabyte_regions_get_gigabyte_alignment() {
+        assert_eq!(block_alignment(0x4000_0000, 0x4000_0000), 1 << 30);
+        assert_eq!(block_alignment(0x4000_0000, 0x20_0000), 1 << 21);
+        assert_eq!(block_alignment(0x4000_1000, 0x20_0000), PAGE_SIZE);
+    }
+
+    #[test]
+    fn planning_reports_exhausted_ram() {
+        let mut a = vm("a", None);
+        a.memory[0].size = 0x1_0000_0000;
+        let err = planned(system(vec![a])).unwrap_err();
+        assert_eq!(err.key, "vm[0].memory[0].size");
+        assert!(err.message.starts_with("no free physical memory"), "{err}");
+    }
+
+    fn error_of(cfg: SystemConfig) -> String {
+        planned(cfg).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn overlapping_physical_memory_is_refused() {
+        let e = error_of(system(vec![
+            vm("a", Some(0x6000_0000)),
+            vm("b", Some(0x6010_0000)),
+        ]));
+        assert_eq!(
+            e,
+            "vm[1].memory[0].phys: physical range 0x60100000..0x60300000 overlaps vm[0].memory[0] (0x60000000..0x60200000): VMs never share memory"
+        );
+    }
+
+    #[test]
+    fn hypervisor_memory_is_refused() {
+        let e = error_of(system(vec![vm("a", Some(0x4000_0000))]));
+        assert_eq!(
+            e,
+            "vm[0].memory[0].phys: physical range 0x40000000..0x40200000 overlaps Partita's own memory (0x40000000..0x60000000)"
+        );
+    }
+
+    #[test]
+    fn cpu_out_of_range_and_duplicate_names() {
+        let mut a = vm("a", None);
+        a.cpus = vec![3];
+        assert_eq!(
+            error_of(system(vec![a])),
+            "vm[0].cpus[0]: CPU 3 is out of range: board.cpus is 1, so CPUs are 0 to 0"
+        );
+        assert_eq!(
+            error_of(system(vec![vm("a", None), vm("a", None)])),
+            "vm[1].name: \"a\" is already the name of vm[0]"
+        );
+    }
+
+    #[test]
+    fn image_too_large_and_load_outside_memory() {
+        let mut a = vm("a", None);
+        a.image.size = 0x20_0001;
+        assert_eq!(
+            error_of(system(vec![a])),
+            "vm[0].image: \"probe.bin\" is 2097153 bytes, but only 2097152 bytes of VM memory follow its load address 0x40000000"
+        );
+        let mut b = vm("b", None);
+        b.image.load = Some(0x1000);
+        assert_eq!(
+            error_of(system(vec![b])),
+            "vm[0].image.load: load address 0x1000 is not inside any of the VM's memory regions"
+        );
+    }
+
+    #[test]
+    fn devices_must_not_overlap_memory_or_each_other() {
+        let mut a = vm("a", None);
+        a.devices.push(DeviceConfig::TestDev { base: 0x4000_0000 });
+        assert_eq!(
+            error_of(system(vec![a])),
+            "vm[0].device[2].base: device window 0x40000000..0x40001000 overlaps vm[0].memory[0] (0x40000000..0x40200000)"
+        );
+        let mut b = vm("b", None);
+        b.devices.push(DeviceConfig::Pl011 {
+            base: 0x0b00_0000,
+            irq: 33,
+        });
+        assert_eq!(
+            error_of(system(vec![b])),
+            "vm[0].device[2].irq: interrupt 33 is already used by vm[0].device[0]"
+        );
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(validate_name("linux-1_a").is_ok());
+        assert!(validate_name("").is_err());
+        assert!(validate_name("Linux").is_err());
+        assert!(validate_name("a-very-long-vm-name").is_err());
+    }
+}
