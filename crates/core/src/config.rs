@@ -20,6 +20,8 @@ pub const IPA_LIMIT: u64 = 1 << 40;
 pub const PAGE_SIZE: u64 = 0x1000;
 /// Longest VM name (it tags every console line).
 pub const MAX_NAME_LEN: usize = 16;
+/// Room kept at the end of a VM's first memory region for its generated device tree.
+pub const DTB_SIZE: u64 = 0x1_0000;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemConfig {
@@ -270,7 +272,10 @@ fn validate_region(board: &Board, i: usize, j: usize, m: &MemoryRegion) -> Resul
     if m.size == 0 || m.size % PAGE_SIZE != 0 {
         return Err(ConfigError::new(
             key("size"),
-            format!("{:#x} is not a non-zero multiple of 4 KiB", m.size),
+            format!(
+                "{:#x} is not a multiple of 4 KiB (the first region must also exceed 64 KiB, for the device tree)",
+                m.size
+            ),
         ));
     }
     if m.base % PAGE_SIZE != 0 {
@@ -409,7 +414,10 @@ fn validate_image(vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
             format!("load address {load:#x} is not inside any of the VM's memory regions"),
         ));
     };
-    let room = region.base + region.size - load;
+    let mut room = region.base + region.size - load;
+    if vm.memory.first().map(|m| m.guest()) == Some(region) {
+        room = room.saturating_sub(DTB_SIZE);
+    }
     if vm.image.size == 0 {
         return Err(ConfigError::new(
             format!("vm[{i}].image"),
@@ -420,7 +428,7 @@ fn validate_image(vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
         return Err(ConfigError::new(
             format!("vm[{i}].image"),
             format!(
-                "\"{}\" is {} bytes, but only {} bytes of VM memory follow its load address {load:#x}",
+                "\"{}\" is {} bytes, but only {} bytes of VM memory follow its load address {load:#x} (the last 64 KiB of the first region hold the device tree)",
                 vm.image.path, vm.image.size, room
             ),
         ));
@@ -583,7 +591,7 @@ mod tests {
     #[test]
     fn planning_avoids_explicit_regions_and_keeps_block_alignment() {
         let mut a = vm("a", Some(0x6000_0000));
-        a.memory[0].size = 0x1000;
+        a.memory[0].size = 0x2_0000;
         let cfg = planned(system(vec![a, vm("b", None)])).unwrap();
         assert_eq!(cfg.vms[1].memory[0].phys, Some(0x6020_0000));
     }
@@ -646,10 +654,10 @@ mod tests {
     #[test]
     fn image_too_large_and_load_outside_memory() {
         let mut a = vm("a", None);
-        a.image.size = 0x20_0001;
+        a.image.size = 0x1f_0001;
         assert_eq!(
             error_of(system(vec![a])),
-            "vm[0].image: \"probe.bin\" is 2097153 bytes, but only 2097152 bytes of VM memory follow its load address 0x40000000"
+            "vm[0].image: \"probe.bin\" is 2031617 bytes, but only 2031616 bytes of VM memory follow its load address 0x40000000 (the last 64 KiB of the first region hold the device tree)"
         );
         let mut b = vm("b", None);
         b.image.load = Some(0x1000);

@@ -16,3 +16,6 @@ pub mod board;
 pub mod bundle;
 pub mod config;
 pub mod devices;
+pub mod fdt;
+pub mod hypercall;
+pub mod trap;

@@ -7,6 +7,7 @@
 //! | 0x08 | `SCRATCH` | read-write, any size, partial writes merge |
 //! | 0x10 | `WRITES` | read-only count of accepted writes to `SCRATCH` |
 //! | 0x18 | `FAULT` | every access is refused (the guest gets an abort) |
+//! | 0x20 | `BOOTS` | read-only: how many times this VM has been started (1 on first boot) |
 //! | other | reserved | reads as zero, writes ignored |
 //!
 //! Accesses must be naturally aligned; an unaligned one is refused.
@@ -17,19 +18,25 @@ pub const ID: u64 = 0x00;
 pub const SCRATCH: u64 = 0x08;
 pub const WRITES: u64 = 0x10;
 pub const FAULT: u64 = 0x18;
+pub const BOOTS: u64 = 0x20;
 /// The `ID` register's value: every byte differs and the top bit of each is set, so a sign
 /// extension mistake at any size shows.
 pub const ID_VALUE: u64 = 0x8899_aabb_ccdd_eeff;
 
-#[derive(Default)]
 pub struct TestDevice {
     scratch: u64,
     writes: u64,
+    boots: u64,
 }
 
 impl TestDevice {
-    pub fn new() -> Self {
-        Self::default()
+    /// A fresh device for a VM started for the `boots`-th time.
+    pub fn new(boots: u64) -> Self {
+        TestDevice {
+            scratch: 0,
+            writes: 0,
+            boots,
+        }
     }
 }
 
@@ -48,6 +55,7 @@ impl MmioDevice for TestDevice {
             ID => Ok(extract(ID_VALUE, shift, size)),
             SCRATCH => Ok(extract(self.scratch, shift, size)),
             WRITES => Ok(extract(self.writes, shift, size)),
+            BOOTS => Ok(extract(self.boots, shift, size)),
             FAULT => Err(AccessFault),
             _ => Ok(0),
         }
@@ -78,7 +86,7 @@ mod tests {
 
     #[test]
     fn id_reads_at_every_size_and_offset() {
-        let mut d = TestDevice::new();
+        let mut d = TestDevice::new(1);
         assert_eq!(d.read(ID, Double), Ok(ID_VALUE));
         assert_eq!(d.read(ID, Word), Ok(0xccdd_eeff));
         assert_eq!(d.read(ID + 4, Word), Ok(0x8899_aabb));
@@ -90,7 +98,7 @@ mod tests {
 
     #[test]
     fn scratch_merges_partial_writes_and_counts_them() {
-        let mut d = TestDevice::new();
+        let mut d = TestDevice::new(1);
         d.write(SCRATCH, Double, 0x1111_2222_3333_4444).unwrap();
         d.write(SCRATCH + 2, Half, 0xabcd_ffff).unwrap();
         d.write(SCRATCH + 7, Byte, 0x99).unwrap();
@@ -99,8 +107,15 @@ mod tests {
     }
 
     #[test]
+    fn boots_is_read_only() {
+        let mut d = TestDevice::new(2);
+        d.write(BOOTS, Double, 9).unwrap();
+        assert_eq!(d.read(BOOTS, Double), Ok(2));
+    }
+
+    #[test]
     fn unaligned_and_fault_register_accesses_are_refused() {
-        let mut d = TestDevice::new();
+        let mut d = TestDevice::new(1);
         assert_eq!(d.read(SCRATCH + 1, Half), Err(AccessFault));
         assert_eq!(d.write(SCRATCH + 4, Double, 1), Err(AccessFault));
         assert_eq!(d.read(FAULT, Word), Err(AccessFault));

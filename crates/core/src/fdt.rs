@@ -1,0 +1,1 @@
+//! Guest device trees generated from the configuration.

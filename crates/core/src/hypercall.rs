@@ -1,0 +1,1 @@
+//! Decoding of guest hypercalls (SMCCC function IDs and arguments).
