@@ -439,6 +439,20 @@ fn validate_image(vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
 fn validate_across_vms(cfg: &SystemConfig) -> Result<(), ConfigError> {
     for (i, vm) in cfg.vms.iter().enumerate() {
         for (k, other) in cfg.vms.iter().enumerate().take(i) {
+            if let Some((j, cpu)) = vm
+                .cpus
+                .iter()
+                .enumerate()
+                .find(|(_, c)| other.cpus.contains(c))
+            {
+                return Err(ConfigError::new(
+                    format!("vm[{i}].cpus[{j}]"),
+                    format!(
+                        "CPU {cpu} already runs vm[{k}] (\"{}\"); sharing a CPU between VMs is not supported yet",
+                        other.name
+                    ),
+                ));
+            }
             if vm.name == other.name {
                 return Err(ConfigError::new(
                     format!("vm[{i}].name"),
@@ -581,9 +595,15 @@ mod tests {
         Ok(cfg)
     }
 
+    fn two_cpus(mut cfg: SystemConfig) -> SystemConfig {
+        cfg.board.cpus = 2;
+        cfg.vms[1].cpus = vec![1];
+        cfg
+    }
+
     #[test]
     fn a_good_system_validates_and_is_placed_after_the_hypervisor() {
-        let cfg = planned(system(vec![vm("a", None), vm("b", None)])).unwrap();
+        let cfg = planned(two_cpus(system(vec![vm("a", None), vm("b", None)]))).unwrap();
         assert_eq!(cfg.vms[0].memory[0].phys, Some(0x6000_0000));
         assert_eq!(cfg.vms[1].memory[0].phys, Some(0x6020_0000));
     }
@@ -592,7 +612,7 @@ mod tests {
     fn planning_avoids_explicit_regions_and_keeps_block_alignment() {
         let mut a = vm("a", Some(0x6000_0000));
         a.memory[0].size = 0x2_0000;
-        let cfg = planned(system(vec![a, vm("b", None)])).unwrap();
+        let cfg = planned(two_cpus(system(vec![a, vm("b", None)]))).unwrap();
         assert_eq!(cfg.vms[1].memory[0].phys, Some(0x6020_0000));
     }
 
@@ -646,8 +666,12 @@ mod tests {
             "vm[0].cpus[0]: CPU 3 is out of range: board.cpus is 1, so CPUs are 0 to 0"
         );
         assert_eq!(
-            error_of(system(vec![vm("a", None), vm("a", None)])),
+            error_of(two_cpus(system(vec![vm("a", None), vm("a", None)]))),
             "vm[1].name: \"a\" is already the name of vm[0]"
+        );
+        assert_eq!(
+            error_of(system(vec![vm("a", None), vm("b", None)])),
+            "vm[1].cpus[0]: CPU 0 already runs vm[0] (\"a\"); sharing a CPU between VMs is not supported yet"
         );
     }
 
