@@ -638,10 +638,10 @@ mod tests {
 
     #[test]
     fn overlapping_physical_memory_is_refused() {
-        let e = error_of(system(vec![
+        let e = error_of(two_cpus(system(vec![
             vm("a", Some(0x6000_0000)),
             vm("b", Some(0x6010_0000)),
-        ]));
+        ])));
         assert_eq!(
             e,
             "vm[1].memory[0].phys: physical range 0x60100000..0x60300000 overlaps vm[0].memory[0] (0x60000000..0x60200000): VMs never share memory"
