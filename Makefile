@@ -1,0 +1,27 @@
+# Partita: every target is a thin wrapper over `cargo xtask` (see `cargo xtask --help`).
+# `make run` and `make test` first install whatever the machine is missing (`cargo xtask setup`).
+
+CONFIG ?= configs/default.toml
+CARGO ?= cargo
+
+.PHONY: run test debug clean setup
+
+run: setup
+	$(CARGO) xtask run --config $(CONFIG)
+
+test: setup
+	$(CARGO) xtask test
+
+debug: setup
+	$(CARGO) xtask debug --config $(CONFIG)
+
+setup:
+	@command -v $(CARGO) >/dev/null 2>&1 || { \
+	  echo "Partita needs Rust's cargo. Install rustup, then run make again:"; \
+	  echo "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y"; \
+	  echo "  . \$$HOME/.cargo/env"; \
+	  exit 1; }
+	$(CARGO) xtask setup
+
+clean:
+	$(CARGO) xtask clean
