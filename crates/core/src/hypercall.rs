@@ -1,1 +1,209 @@
-//! Decoding of guest hypercalls (SMCCC function IDs and arguments).
+//! Decoding of guest hypercalls (SMCCC function IDs and arguments) and the values Partita
+//! returns for them.
+//!
+//! A guest makes a call with HVC #0 or SMC #0, the function ID in w0 and arguments in x1..x3
+//! (SMC Calling Convention, ARM DEN 0028; PSCI, ARM DEN 0022). `decode` turns those registers
+//! into a `Hypercall`; the hypervisor acts on it and puts the result in x0. The IDs come from
+//! the `smccc` crate's PSCI constants so Partita and its guests agree on one table. This
+//! module must never touch registers and never panic: any register contents decode.
+
+use smccc::psci;
+
+/// SMCCC_VERSION (SMCCC 1.1+).
+pub const SMCCC_VERSION: u32 = 0x8000_0000;
+/// Partita's vendor-specific hypervisor service range (owner 6, fast call, SMC64).
+pub const PARTITA_VERSION: u32 = 0xc600_0000;
+
+/// PSCI 1.1, as returned by PSCI_VERSION.
+pub const PSCI_VERSION_1_1: u64 = 0x0001_0001;
+/// SMCCC 1.1, as returned by SMCCC_VERSION.
+pub const SMCCC_VERSION_1_1: u64 = 0x0001_0001;
+
+/// PSCI and SMCCC return codes, as the 64-bit value written to x0.
+pub mod ret {
+    pub const SUCCESS: u64 = 0;
+    pub const NOT_SUPPORTED: u64 = -1i64 as u64;
+    pub const INVALID_PARAMETERS: u64 = -2i64 as u64;
+    pub const ALREADY_ON: u64 = -4i64 as u64;
+    /// AFFINITY_INFO: the node is on.
+    pub const AFFINITY_ON: u64 = 0;
+}
+
+/// Partita's version for PARTITA_VERSION: `(major << 16) | minor` of this crate.
+pub fn partita_version() -> u64 {
+    let parse = |s: &str| s.parse::<u64>().unwrap_or(0) & 0xffff;
+    (parse(env!("CARGO_PKG_VERSION_MAJOR")) << 16) | parse(env!("CARGO_PKG_VERSION_MINOR"))
+}
+
+/// A decoded guest call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hypercall {
+    PsciVersion,
+    PsciFeatures {
+        function: u32,
+    },
+    CpuOn {
+        target: u64,
+        entry: u64,
+        context: u64,
+    },
+    CpuOff,
+    AffinityInfo {
+        target: u64,
+        level: u64,
+    },
+    SystemOff,
+    SystemReset,
+    SmcccVersion,
+    PartitaVersion,
+    /// Any function ID Partita does not implement: the guest gets NOT_SUPPORTED.
+    Unsupported {
+        function: u32,
+    },
+}
+
+/// Whether a call with 32-bit convention (function ID bit 30 clear) passes its arguments in
+/// w registers: the upper halves must then be ignored.
+fn argument(function: u32, x: u64) -> u64 {
+    if function & (1 << 30) == 0 {
+        x & 0xffff_ffff
+    } else {
+        x
+    }
+}
+
+/// Decodes a call from the guest's x0..x3.
+pub fn decode(x: [u64; 4]) -> Hypercall {
+    let function = x[0] as u32;
+    let arg = |i: usize| argument(function, x[i]);
+    match function {
+        psci::PSCI_VERSION => Hypercall::PsciVersion,
+        psci::PSCI_FEATURES => Hypercall::PsciFeatures {
+            function: x[1] as u32,
+        },
+        psci::PSCI_CPU_ON_32 | psci::PSCI_CPU_ON_64 => Hypercall::CpuOn {
+            target: arg(1),
+            entry: arg(2),
+            context: arg(3),
+        },
+        psci::PSCI_CPU_OFF => Hypercall::CpuOff,
+        psci::PSCI_AFFINITY_INFO_32 | psci::PSCI_AFFINITY_INFO_64 => Hypercall::AffinityInfo {
+            target: arg(1),
+            level: arg(2),
+        },
+        psci::PSCI_SYSTEM_OFF => Hypercall::SystemOff,
+        psci::PSCI_SYSTEM_RESET => Hypercall::SystemReset,
+        SMCCC_VERSION => Hypercall::SmcccVersion,
+        PARTITA_VERSION => Hypercall::PartitaVersion,
+        function => Hypercall::Unsupported { function },
+    }
+}
+
+/// Whether PSCI_FEATURES reports `function` as implemented.
+pub fn is_implemented(function: u32) -> bool {
+    !matches!(
+        decode([function as u64, 0, 0, 0]),
+        Hypercall::Unsupported { .. }
+    )
+}
+
+/// MPIDR affinity fields (Aff3, Aff2, Aff1, Aff0): what CPU_ON and AFFINITY_INFO compare.
+pub fn affinity(mpidr: u64) -> u64 {
+    mpidr & 0xff_00ff_ffff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psci_ids_decode() {
+        assert_eq!(decode([0x8400_0000, 0, 0, 0]), Hypercall::PsciVersion);
+        assert_eq!(decode([0x8400_0008, 0, 0, 0]), Hypercall::SystemOff);
+        assert_eq!(decode([0x8400_0009, 0, 0, 0]), Hypercall::SystemReset);
+        assert_eq!(decode([0x8400_0002, 0, 0, 0]), Hypercall::CpuOff);
+        assert_eq!(
+            decode([0x8400_000a, 0x8400_0008, 0, 0]),
+            Hypercall::PsciFeatures {
+                function: 0x8400_0008
+            }
+        );
+    }
+
+    #[test]
+    fn upper_half_of_x0_is_ignored() {
+        assert_eq!(
+            decode([0xdead_beef_8000_0000, 0, 0, 0]),
+            Hypercall::SmcccVersion
+        );
+        assert_eq!(decode([0x1_c600_0000, 0, 0, 0]), Hypercall::PartitaVersion);
+    }
+
+    #[test]
+    fn cpu_on_32_truncates_arguments_and_64_does_not() {
+        assert_eq!(
+            decode([0x8400_0003, 0x1_0000_0001, 0x2_4000_0000, u64::MAX]),
+            Hypercall::CpuOn {
+                target: 1,
+                entry: 0x4000_0000,
+                context: 0xffff_ffff
+            }
+        );
+        assert_eq!(
+            decode([0xc400_0003, 0x1_0000_0001, 0x2_4000_0000, 7]),
+            Hypercall::CpuOn {
+                target: 0x1_0000_0001,
+                entry: 0x2_4000_0000,
+                context: 7
+            }
+        );
+        assert_eq!(
+            decode([0xc400_0004, 1, 0, 0]),
+            Hypercall::AffinityInfo {
+                target: 1,
+                level: 0
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_ids_are_unsupported() {
+        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0001, 0x8000_0001, 0] {
+            assert_eq!(
+                decode([id, 0, 0, 0]),
+                Hypercall::Unsupported {
+                    function: id as u32
+                }
+            );
+            assert!(!is_implemented(id as u32));
+        }
+    }
+
+    #[test]
+    fn features_cover_every_implemented_call() {
+        for id in [
+            0x8400_0000,
+            0x8400_000a,
+            0x8400_0003,
+            0xc400_0003,
+            0x8400_0002,
+            0x8400_0004,
+            0xc400_0004,
+            0x8400_0008,
+            0x8400_0009,
+            0x8000_0000,
+            0xc600_0000,
+        ] {
+            assert!(is_implemented(id), "{id:#x}");
+        }
+    }
+
+    #[test]
+    fn return_codes_and_version() {
+        assert_eq!(ret::NOT_SUPPORTED, 0xffff_ffff_ffff_ffff);
+        assert_eq!(ret::INVALID_PARAMETERS, 0xffff_ffff_ffff_fffe);
+        assert_eq!(ret::ALREADY_ON, 0xffff_ffff_ffff_fffc);
+        assert_eq!(partita_version(), 1);
+        assert_eq!(affinity(0x8000_0001), 1);
+    }
+}

@@ -1,1 +1,328 @@
 //! Decoding of ESR_EL2 trap syndromes into typed trap causes.
+//!
+//! The hypervisor reads ESR_EL2 (and FAR_EL2/HPFAR_EL2 for aborts) on every exit from a guest
+//! and hands the raw values here; what comes back is a `TrapCause` that names the event and
+//! carries only fields that are valid for it. Field positions follow the ARM ARM (DDI 0487,
+//! D23.2.41 "ESR_EL2" and the ISS encodings for each exception class). This module must never
+//! touch registers and never panic: every bit pattern a guest can provoke decodes to some value.
+
+use crate::devices::AccessSize;
+
+/// Exception classes (ESR_ELx.EC) Partita handles.
+pub mod ec {
+    pub const UNKNOWN: u8 = 0x00;
+    pub const WFX: u8 = 0x01;
+    pub const HVC64: u8 = 0x16;
+    pub const SMC64: u8 = 0x17;
+    pub const SYSREG: u8 = 0x18;
+    pub const IABT_LOWER: u8 = 0x20;
+    pub const IABT_CURRENT: u8 = 0x21;
+    pub const DABT_LOWER: u8 = 0x24;
+    pub const DABT_CURRENT: u8 = 0x25;
+}
+
+/// A general-purpose register named by an instruction: `X(n)` for x0..x30, or the zero
+/// register (register number 31 in a load/store transfer register field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Register {
+    X(u8),
+    Zero,
+}
+
+impl Register {
+    /// Decodes a 5-bit register field where 31 means XZR.
+    pub fn from_field(n: u64) -> Register {
+        match (n & 0x1f) as u8 {
+            31 => Register::Zero,
+            r => Register::X(r),
+        }
+    }
+}
+
+/// The load or store a data abort describes when the syndrome is valid (ISV = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmioAccess {
+    pub size: AccessSize,
+    /// SSE: a load sign-extends the value to the register width.
+    pub sign_extend: bool,
+    /// SRT: the transfer register.
+    pub register: Register,
+    /// SF: the register is 64 bits wide (otherwise a W register, upper half zeroed).
+    pub sixty_four: bool,
+    /// AR: acquire/release semantics.
+    pub acquire_release: bool,
+}
+
+impl MmioAccess {
+    /// The register value a load of `raw` (zero-extended from the device) produces.
+    pub fn load_value(&self, raw: u64) -> u64 {
+        let bits = 8 * self.size.bytes() as u32;
+        let raw = raw & self.size.mask();
+        let value = if self.sign_extend && bits < 64 {
+            (((raw << (64 - bits)) as i64) >> (64 - bits)) as u64
+        } else {
+            raw
+        };
+        if self.sixty_four {
+            value
+        } else {
+            value & 0xffff_ffff
+        }
+    }
+}
+
+/// Fault status code groups (DFSC/IFSC) that change what Partita does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultStatus {
+    Translation,
+    AccessFlag,
+    Permission,
+    Other(u8),
+}
+
+impl FaultStatus {
+    fn from_code(code: u8) -> FaultStatus {
+        match code & 0x3c {
+            0x04 => FaultStatus::Translation,
+            0x08 => FaultStatus::AccessFlag,
+            0x0c => FaultStatus::Permission,
+            _ => FaultStatus::Other(code & 0x3f),
+        }
+    }
+}
+
+/// A stage-2 data abort from the guest (EC 0x24).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataAbort {
+    /// The decoded access, `None` when the syndrome is not valid (ISV = 0), e.g. for
+    /// load/store pair or post-indexed accesses: those cannot be emulated.
+    pub access: Option<MmioAccess>,
+    /// WnR: the access was a write.
+    pub write: bool,
+    /// S1PTW: the fault happened on the guest's own stage-1 table walk.
+    pub stage1_walk: bool,
+    /// FnV: FAR_EL2 does not hold the faulting address.
+    pub far_invalid: bool,
+    pub status: FaultStatus,
+}
+
+/// A stage-2 instruction abort from the guest (EC 0x20).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstructionAbort {
+    pub stage1_walk: bool,
+    pub status: FaultStatus,
+}
+
+/// Why the guest trapped to EL2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrapCause {
+    /// WFI or WFE (`wfe` tells which).
+    WaitForInterrupt {
+        wfe: bool,
+    },
+    /// HVC with its 16-bit immediate.
+    Hvc {
+        imm: u16,
+    },
+    /// SMC with its 16-bit immediate; the guest PC still points at the SMC.
+    Smc {
+        imm: u16,
+    },
+    /// A trapped MSR/MRS or system instruction (ISS kept raw).
+    SystemRegister {
+        iss: u32,
+    },
+    DataAbort(DataAbort),
+    InstructionAbort(InstructionAbort),
+    /// Any other exception class, including EC 0 (unknown reason).
+    Other {
+        ec: u8,
+    },
+}
+
+/// A decoded ESR_EL2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Syndrome {
+    pub cause: TrapCause,
+    /// Length of the trapped instruction in bytes (IL: 4 for A64, 2 for a 16-bit T32 one).
+    pub instruction_len: u64,
+}
+
+fn bit(v: u64, n: u32) -> bool {
+    (v >> n) & 1 == 1
+}
+
+fn decode_data_abort(iss: u64) -> DataAbort {
+    let access = bit(iss, 24).then(|| MmioAccess {
+        size: match (iss >> 22) & 3 {
+            0 => AccessSize::Byte,
+            1 => AccessSize::Half,
+            2 => AccessSize::Word,
+            _ => AccessSize::Double,
+        },
+        sign_extend: bit(iss, 21),
+        register: Register::from_field(iss >> 16),
+        sixty_four: bit(iss, 15),
+        acquire_release: bit(iss, 14),
+    });
+    DataAbort {
+        access,
+        write: bit(iss, 6),
+        stage1_walk: bit(iss, 7),
+        far_invalid: bit(iss, 10),
+        status: FaultStatus::from_code((iss & 0x3f) as u8),
+    }
+}
+
+/// Decodes an ESR_EL2 value taken from a lower exception level.
+pub fn decode(esr: u64) -> Syndrome {
+    let ec = ((esr >> 26) & 0x3f) as u8;
+    let iss = esr & 0x1ff_ffff;
+    let cause = match ec {
+        ec::WFX => TrapCause::WaitForInterrupt { wfe: bit(iss, 0) },
+        ec::HVC64 => TrapCause::Hvc { imm: iss as u16 },
+        ec::SMC64 => TrapCause::Smc { imm: iss as u16 },
+        ec::SYSREG => TrapCause::SystemRegister { iss: iss as u32 },
+        ec::DABT_LOWER => TrapCause::DataAbort(decode_data_abort(iss)),
+        ec::IABT_LOWER => TrapCause::InstructionAbort(InstructionAbort {
+            stage1_walk: bit(iss, 7),
+            status: FaultStatus::from_code((iss & 0x3f) as u8),
+        }),
+        ec => TrapCause::Other { ec },
+    };
+    Syndrome {
+        cause,
+        instruction_len: if bit(esr, 25) { 4 } else { 2 },
+    }
+}
+
+/// The faulting intermediate physical address of a stage-2 abort: HPFAR_EL2.FIPA gives the
+/// page (bits [43:4] hold IPA[51:12]) and FAR_EL2 the offset in it.
+pub fn fault_ipa(hpfar: u64, far: u64) -> u64 {
+    ((hpfar & 0x0fff_ffff_fff0) << 8) | (far & 0xfff)
+}
+
+/// The syndrome Partita writes to ESR_EL1 when it injects an abort into the guest: a
+/// synchronous external abort (FSC 0x10) of class `ec`, 32-bit instruction.
+pub fn injected_abort_syndrome(ec: u8, write: bool) -> u64 {
+    ((ec as u64) << 26) | (1 << 25) | ((write as u64) << 6) | 0x10
+}
+
+/// ESR_EL1 for an injected undefined-instruction exception (EC 0, IL set).
+pub const UNDEFINED_SYNDROME: u64 = 1 << 25;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IL: u64 = 1 << 25;
+
+    fn dabt(iss: u64) -> DataAbort {
+        match decode((0x24 << 26) | IL | iss).cause {
+            TrapCause::DataAbort(d) => d,
+            other => panic!("not a data abort: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn hvc_smc_wfx_decode_with_immediates() {
+        assert_eq!(
+            decode((0x16 << 26) | IL | 0x1234).cause,
+            TrapCause::Hvc { imm: 0x1234 }
+        );
+        assert_eq!(decode((0x17 << 26) | IL).cause, TrapCause::Smc { imm: 0 });
+        assert_eq!(
+            decode((0x01 << 26) | IL | 1).cause,
+            TrapCause::WaitForInterrupt { wfe: true }
+        );
+        assert_eq!(decode((0x01 << 26) | IL).instruction_len, 4);
+        assert_eq!(decode(0x01 << 26).instruction_len, 2);
+    }
+
+    #[test]
+    fn unknown_classes_are_kept() {
+        assert_eq!(decode(0).cause, TrapCause::Other { ec: 0 });
+        assert_eq!(decode(0x3f << 26).cause, TrapCause::Other { ec: 0x3f });
+    }
+
+    #[test]
+    fn data_abort_word_load_into_x3() {
+        // ISV, SAS=2, SRT=3, SF=1, DFSC translation level 3.
+        let d = dabt((1 << 24) | (2 << 22) | (3 << 16) | (1 << 15) | 0x07);
+        let a = d.access.unwrap();
+        assert_eq!(a.size, AccessSize::Word);
+        assert_eq!(a.register, Register::X(3));
+        assert!(a.sixty_four && !a.sign_extend && !d.write);
+        assert_eq!(d.status, FaultStatus::Translation);
+    }
+
+    #[test]
+    fn data_abort_store_from_xzr() {
+        let d = dabt((1 << 24) | (3 << 22) | (31 << 16) | (1 << 15) | (1 << 6) | 0x06);
+        let a = d.access.unwrap();
+        assert_eq!(a.register, Register::Zero);
+        assert_eq!(a.size, AccessSize::Double);
+        assert!(d.write);
+    }
+
+    #[test]
+    fn data_abort_without_syndrome_has_no_access() {
+        let d = dabt((1 << 6) | (1 << 7) | (1 << 10) | 0x0f);
+        assert_eq!(d.access, None);
+        assert!(d.write && d.stage1_walk && d.far_invalid);
+        assert_eq!(d.status, FaultStatus::Permission);
+        assert_eq!(dabt(0x10).status, FaultStatus::Other(0x10));
+    }
+
+    #[test]
+    fn load_values_sign_and_zero_extend() {
+        let access = |size, sign_extend, sixty_four| MmioAccess {
+            size,
+            sign_extend,
+            register: Register::X(0),
+            sixty_four,
+            acquire_release: false,
+        };
+        use AccessSize::*;
+        assert_eq!(
+            access(Byte, true, true).load_value(0x80),
+            0xffff_ffff_ffff_ff80
+        );
+        assert_eq!(access(Byte, true, false).load_value(0x80), 0xffff_ff80);
+        assert_eq!(access(Byte, false, true).load_value(0x1ff), 0xff);
+        assert_eq!(access(Half, true, true).load_value(0x7fff), 0x7fff);
+        assert_eq!(
+            access(Half, true, true).load_value(0x8001),
+            0xffff_ffff_ffff_8001
+        );
+        assert_eq!(
+            access(Word, true, true).load_value(0x8000_0000),
+            0xffff_ffff_8000_0000
+        );
+        assert_eq!(
+            access(Word, false, false).load_value(0x1_8000_0000),
+            0x8000_0000
+        );
+        assert_eq!(access(Double, true, true).load_value(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn instruction_abort_and_fault_ipa() {
+        assert_eq!(
+            decode((0x20 << 26) | IL | (1 << 7) | 0x05).cause,
+            TrapCause::InstructionAbort(InstructionAbort {
+                stage1_walk: true,
+                status: FaultStatus::Translation
+            })
+        );
+        assert_eq!(fault_ipa(0x0a00_0000 >> 8, 0xffff_0123), 0x0a00_0123);
+        assert_eq!(fault_ipa(u64::MAX, 0), 0xf_ffff_ffff_f000);
+    }
+
+    #[test]
+    fn injected_syndromes() {
+        assert_eq!(injected_abort_syndrome(0x25, false), 0x9600_0010);
+        assert_eq!(injected_abort_syndrome(0x24, true), 0x9200_0050);
+        assert_eq!(UNDEFINED_SYNDROME, 0x0200_0000);
+    }
+}
