@@ -1,1 +1,439 @@
 //! Guest device trees generated from the configuration.
+//!
+//! `guest_fdt` describes what one VM sees: its memory, one CPU booted with PSCI over HVC, a
+//! GICv3 with the redistributor frame of that CPU, the generic timer, and its configured
+//! devices, with `/chosen` carrying the boot arguments, the console and a random seed. The
+//! layout follows QEMU's `virt` machine so unmodified Linux and FreeRTOS ports find their
+//! devices. The blob is written with `vm-fdt`; this module never places it in guest memory
+//! (the hypervisor copies it to `VmConfig::dtb_address()`), and never describes a device the
+//! hypervisor does not emulate.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use vm_fdt::FdtWriter;
+
+use crate::board::Board;
+use crate::config::{DeviceConfig, VmConfig, DTB_SIZE};
+
+/// Why no device tree could be made for a VM.
+#[derive(Debug, PartialEq)]
+pub enum FdtError {
+    /// The writer refused a node or property (for instance bootargs containing NUL).
+    Writer(vm_fdt::Error),
+    /// The blob is larger than the room kept for it in guest memory.
+    TooLarge { size: usize },
+    /// A device interrupt is not a shared peripheral interrupt (INTID 32 or more).
+    NotAnSpi { irq: u32 },
+}
+
+impl fmt::Display for FdtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FdtError::Writer(e) => write!(f, "device tree: {e}"),
+            FdtError::TooLarge { size } => write!(
+                f,
+                "device tree is {size} bytes, more than the {DTB_SIZE} bytes kept for it"
+            ),
+            FdtError::NotAnSpi { irq } => {
+                write!(f, "interrupt {irq} is not a shared peripheral interrupt")
+            }
+        }
+    }
+}
+
+impl From<vm_fdt::Error> for FdtError {
+    fn from(e: vm_fdt::Error) -> Self {
+        FdtError::Writer(e)
+    }
+}
+
+type Result<T> = core::result::Result<T, FdtError>;
+
+/// Interrupt specifier cells of the GIC binding (`arm,gic-v3.yaml`).
+const GIC_SPI: u32 = 0;
+const GIC_PPI: u32 = 1;
+const IRQ_TYPE_LEVEL_HIGH: u32 = 4;
+/// Generic timer interrupts as INTIDs (ARM ARM D11.2; the same numbers as QEMU `virt`).
+const TIMER_SECURE_PHYS_IRQ: u32 = 29;
+/// Frequency of the fixed clock that feeds the PL011s, as on QEMU `virt`.
+const APB_PCLK_HZ: u32 = 24_000_000;
+
+const GIC_PHANDLE: u32 = 1;
+const CLOCK_PHANDLE: u32 = 2;
+
+/// Builds the flattened device tree of `vm` on `board`.
+pub fn guest_fdt(vm: &VmConfig, board: &Board, rng_seed: &[u8; 32]) -> Result<Vec<u8>> {
+    let mut fdt = FdtWriter::new()?;
+    let root = fdt.begin_node("")?;
+    fdt.property_u32("#address-cells", 2)?;
+    fdt.property_u32("#size-cells", 2)?;
+    fdt.property_string("compatible", "linux,dummy-virt")?;
+    fdt.property_string("model", &format!("Partita VM {}", vm.name))?;
+    fdt.property_u32("interrupt-parent", GIC_PHANDLE)?;
+    memory_nodes(&mut fdt, vm)?;
+    cpu_nodes(&mut fdt)?;
+    psci_node(&mut fdt)?;
+    gic_node(&mut fdt, board)?;
+    timer_node(&mut fdt, board)?;
+    clock_node(&mut fdt)?;
+    for device in &vm.devices {
+        device_node(&mut fdt, device)?;
+    }
+    chosen_and_aliases(&mut fdt, vm, rng_seed)?;
+    fdt.end_node(root)?;
+    let blob = fdt.finish()?;
+    if blob.len() as u64 > DTB_SIZE {
+        return Err(FdtError::TooLarge { size: blob.len() });
+    }
+    Ok(blob)
+}
+
+fn memory_nodes(fdt: &mut FdtWriter, vm: &VmConfig) -> Result<()> {
+    for m in &vm.memory {
+        let node = fdt.begin_node(&format!("memory@{:x}", m.base))?;
+        fdt.property_string("device_type", "memory")?;
+        fdt.property_array_u64("reg", &[m.base, m.size])?;
+        fdt.end_node(node)?;
+    }
+    Ok(())
+}
+
+fn cpu_nodes(fdt: &mut FdtWriter) -> Result<()> {
+    let cpus = fdt.begin_node("cpus")?;
+    fdt.property_u32("#address-cells", 1)?;
+    fdt.property_u32("#size-cells", 0)?;
+    let cpu = fdt.begin_node("cpu@0")?;
+    fdt.property_string("device_type", "cpu")?;
+    fdt.property_string("compatible", "arm,armv8")?;
+    fdt.property_u32("reg", 0)?;
+    fdt.property_string("enable-method", "psci")?;
+    fdt.end_node(cpu)?;
+    fdt.end_node(cpus)?;
+    Ok(())
+}
+
+fn psci_node(fdt: &mut FdtWriter) -> Result<()> {
+    let psci = fdt.begin_node("psci")?;
+    fdt.property_string_list("compatible", strings(&["arm,psci-1.0", "arm,psci-0.2"]))?;
+    fdt.property_string("method", "hvc")?;
+    fdt.end_node(psci)?;
+    Ok(())
+}
+
+/// The distributor and the one redistributor frame pair (RD + SGI, `gicr_stride` bytes) of
+/// the VM's single CPU.
+fn gic_node(fdt: &mut FdtWriter, board: &Board) -> Result<()> {
+    let gic = fdt.begin_node(&format!("intc@{:x}", board.gicd.base))?;
+    fdt.property_string("compatible", "arm,gic-v3")?;
+    fdt.property_u32("#interrupt-cells", 3)?;
+    fdt.property_null("interrupt-controller")?;
+    fdt.property_array_u64(
+        "reg",
+        &[
+            board.gicd.base,
+            board.gicd.size,
+            board.gicr.base,
+            board.gicr_stride,
+        ],
+    )?;
+    fdt.property_array_u32(
+        "interrupts",
+        &ppi(board.maintenance_irq, IRQ_TYPE_LEVEL_HIGH),
+    )?;
+    fdt.property_phandle(GIC_PHANDLE)?;
+    fdt.end_node(gic)?;
+    Ok(())
+}
+
+/// The GIC specifier of PPI `intid`; the GICv3 binding has no CPU mask, so the flags are
+/// only the trigger type.
+fn ppi(intid: u32, flags: u32) -> [u32; 3] {
+    [GIC_PPI, intid.saturating_sub(16), flags]
+}
+
+/// Timer PPIs in the binding's order: secure physical, non-secure physical, virtual,
+/// hypervisor. Level-high as QEMU `virt` describes them with a GICv3 (Linux ignores the
+/// polarity of PPIs; only "level" matters).
+fn timer_node(fdt: &mut FdtWriter, board: &Board) -> Result<()> {
+    let timer = fdt.begin_node("timer")?;
+    fdt.property_string("compatible", "arm,armv8-timer")?;
+    let cells: Vec<u32> = [
+        TIMER_SECURE_PHYS_IRQ,
+        board.timer_phys_irq,
+        board.timer_virt_irq,
+        board.timer_hyp_irq,
+    ]
+    .into_iter()
+    .flat_map(|irq| ppi(irq, IRQ_TYPE_LEVEL_HIGH))
+    .collect();
+    fdt.property_array_u32("interrupts", &cells)?;
+    fdt.property_null("always-on")?;
+    fdt.end_node(timer)?;
+    Ok(())
+}
+
+fn clock_node(fdt: &mut FdtWriter) -> Result<()> {
+    let clock = fdt.begin_node("apb-pclk")?;
+    fdt.property_string("compatible", "fixed-clock")?;
+    fdt.property_u32("#clock-cells", 0)?;
+    fdt.property_u32("clock-frequency", APB_PCLK_HZ)?;
+    fdt.property_string("clock-output-names", "clk24mhz")?;
+    fdt.property_phandle(CLOCK_PHANDLE)?;
+    fdt.end_node(clock)?;
+    Ok(())
+}
+
+/// The node path of a device, also used by `/chosen` and `/aliases`.
+fn device_path(device: &DeviceConfig) -> String {
+    match *device {
+        DeviceConfig::Pl011 { base, .. } => format!("/pl011@{base:x}"),
+        DeviceConfig::TestDev { base } => format!("/testdev@{base:x}"),
+    }
+}
+
+fn device_node(fdt: &mut FdtWriter, device: &DeviceConfig) -> Result<()> {
+    let window = device.window();
+    let node = fdt.begin_node(&device_path(device)[1..])?;
+    match *device {
+        DeviceConfig::Pl011 { irq, .. } => {
+            let spi = irq.checked_sub(32).ok_or(FdtError::NotAnSpi { irq })?;
+            fdt.property_string_list("compatible", strings(&["arm,pl011", "arm,primecell"]))?;
+            fdt.property_array_u32("interrupts", &[GIC_SPI, spi, IRQ_TYPE_LEVEL_HIGH])?;
+            fdt.property_array_u32("clocks", &[CLOCK_PHANDLE, CLOCK_PHANDLE])?;
+            fdt.property_string_list("clock-names", strings(&["uartclk", "apb_pclk"]))?;
+        }
+        DeviceConfig::TestDev { .. } => {
+            fdt.property_string("compatible", "partita,testdev")?;
+        }
+    }
+    fdt.property_array_u64("reg", &[window.base, window.size])?;
+    fdt.end_node(node)?;
+    Ok(())
+}
+
+fn chosen_and_aliases(fdt: &mut FdtWriter, vm: &VmConfig, rng_seed: &[u8; 32]) -> Result<()> {
+    let uarts: Vec<String> = vm
+        .devices
+        .iter()
+        .filter(|d| matches!(d, DeviceConfig::Pl011 { .. }))
+        .map(device_path)
+        .collect();
+    let chosen = fdt.begin_node("chosen")?;
+    fdt.property_string("bootargs", &vm.bootargs)?;
+    if let Some(console) = uarts.first() {
+        fdt.property_string("stdout-path", console)?;
+    }
+    fdt.property("rng-seed", rng_seed)?;
+    fdt.end_node(chosen)?;
+    let aliases = fdt.begin_node("aliases")?;
+    for (i, path) in uarts.iter().enumerate() {
+        fdt.property_string(&format!("serial{i}"), path)?;
+    }
+    fdt.end_node(aliases)?;
+    Ok(())
+}
+
+fn strings(values: &[&str]) -> Vec<String> {
+    values.iter().map(|s| s.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::board::QEMU_VIRT;
+    use crate::config::{ImageConfig, MemoryRegion, VmKind};
+    use alloc::vec;
+    use fdt::Fdt;
+
+    fn probe_vm() -> VmConfig {
+        VmConfig {
+            name: "probe".into(),
+            kind: VmKind::Rtos,
+            priority: 1,
+            cpus: vec![0],
+            memory: vec![
+                MemoryRegion {
+                    base: 0x4000_0000,
+                    size: 0x20_0000,
+                    phys: Some(0x6000_0000),
+                },
+                MemoryRegion {
+                    base: 0x1_0000_0000,
+                    size: 0x10_0000,
+                    phys: Some(0x6020_0000),
+                },
+            ],
+            image: ImageConfig {
+                path: "probe.bin".into(),
+                load: None,
+                size: 0x1000,
+            },
+            bootargs: "mode=crash".into(),
+            devices: vec![
+                DeviceConfig::Pl011 {
+                    base: 0x0900_0000,
+                    irq: 33,
+                },
+                DeviceConfig::TestDev { base: 0x0a00_0000 },
+            ],
+        }
+    }
+
+    const SEED: [u8; 32] = [7; 32];
+
+    fn blob(vm: &VmConfig) -> Vec<u8> {
+        guest_fdt(vm, &QEMU_VIRT, &SEED).unwrap()
+    }
+
+    fn cells(fdt: &Fdt, path: &str, name: &str) -> Vec<u32> {
+        let prop = fdt.find_node(path).unwrap().property(name).unwrap();
+        prop.value
+            .chunks_exact(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    fn strings_of<'a>(fdt: &'a Fdt, path: &str, name: &str) -> Vec<&'a str> {
+        let prop = fdt.find_node(path).unwrap().property(name).unwrap();
+        prop.value
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| core::str::from_utf8(s).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn root_memory_and_cpu() {
+        let b = blob(&probe_vm());
+        let fdt = Fdt::new(&b).unwrap();
+        assert_eq!(cells(&fdt, "/", "#address-cells"), [2]);
+        assert_eq!(cells(&fdt, "/", "#size-cells"), [2]);
+        assert_eq!(strings_of(&fdt, "/", "compatible"), ["linux,dummy-virt"]);
+        assert_eq!(strings_of(&fdt, "/", "model"), ["Partita VM probe"]);
+        let regions: Vec<(u64, u64)> = fdt
+            .all_nodes()
+            .filter(|n| n.name.starts_with("memory@"))
+            .flat_map(|n| n.reg().unwrap())
+            .map(|r| (r.starting_address as u64, r.size.unwrap() as u64))
+            .collect();
+        assert_eq!(
+            regions,
+            [(0x4000_0000, 0x20_0000), (0x1_0000_0000, 0x10_0000)]
+        );
+        let cpus: Vec<_> = fdt.cpus().collect();
+        assert_eq!(cpus.len(), 1);
+        assert_eq!(cpus[0].ids().first(), 0);
+        assert_eq!(strings_of(&fdt, "/cpus/cpu@0", "enable-method"), ["psci"]);
+        assert_eq!(strings_of(&fdt, "/cpus/cpu@0", "device_type"), ["cpu"]);
+    }
+
+    #[test]
+    fn psci_gic_and_timer() {
+        let b = blob(&probe_vm());
+        let fdt = Fdt::new(&b).unwrap();
+        assert_eq!(
+            strings_of(&fdt, "/psci", "compatible"),
+            ["arm,psci-1.0", "arm,psci-0.2"]
+        );
+        assert_eq!(strings_of(&fdt, "/psci", "method"), ["hvc"]);
+        let gic = "/intc@8000000";
+        assert_eq!(strings_of(&fdt, gic, "compatible"), ["arm,gic-v3"]);
+        assert_eq!(cells(&fdt, gic, "#interrupt-cells"), [3]);
+        assert!(fdt
+            .find_node(gic)
+            .unwrap()
+            .property("interrupt-controller")
+            .is_some());
+        assert_eq!(
+            cells(&fdt, gic, "reg"),
+            [0, 0x0800_0000, 0, 0x1_0000, 0, 0x080a_0000, 0, 0x2_0000]
+        );
+        assert_eq!(cells(&fdt, gic, "interrupts"), [1, 9, 4]);
+        assert_eq!(cells(&fdt, gic, "phandle"), [GIC_PHANDLE]);
+        assert_eq!(cells(&fdt, "/", "interrupt-parent"), [GIC_PHANDLE]);
+        assert_eq!(
+            cells(&fdt, "/timer", "interrupts"),
+            [1, 13, 4, 1, 14, 4, 1, 11, 4, 1, 10, 4]
+        );
+        assert!(fdt
+            .find_node("/timer")
+            .unwrap()
+            .property("always-on")
+            .is_some());
+    }
+
+    #[test]
+    fn devices_chosen_and_aliases() {
+        let b = blob(&probe_vm());
+        let fdt = Fdt::new(&b).unwrap();
+        let uart = "/pl011@9000000";
+        assert_eq!(
+            strings_of(&fdt, uart, "compatible"),
+            ["arm,pl011", "arm,primecell"]
+        );
+        assert_eq!(cells(&fdt, uart, "reg"), [0, 0x0900_0000, 0, 0x1000]);
+        assert_eq!(cells(&fdt, uart, "interrupts"), [0, 1, 4]);
+        assert_eq!(cells(&fdt, uart, "clocks"), [CLOCK_PHANDLE, CLOCK_PHANDLE]);
+        assert_eq!(
+            strings_of(&fdt, uart, "clock-names"),
+            ["uartclk", "apb_pclk"]
+        );
+        assert_eq!(cells(&fdt, "/apb-pclk", "clock-frequency"), [24_000_000]);
+        assert_eq!(cells(&fdt, "/apb-pclk", "phandle"), [CLOCK_PHANDLE]);
+        let testdev = fdt.find_compatible(&["partita,testdev"]).unwrap();
+        assert_eq!(
+            testdev.reg().unwrap().next().unwrap().starting_address as u64,
+            0x0a00_0000
+        );
+        let chosen = fdt.chosen();
+        assert_eq!(chosen.bootargs(), Some("mode=crash"));
+        assert_eq!(chosen.stdout().unwrap().name, "pl011@9000000");
+        let seed = fdt
+            .find_node("/chosen")
+            .unwrap()
+            .property("rng-seed")
+            .unwrap();
+        assert_eq!(seed.value, SEED);
+        assert_eq!(strings_of(&fdt, "/aliases", "serial0"), [uart]);
+    }
+
+    #[test]
+    fn a_vm_without_devices_has_no_console() {
+        let mut vm = probe_vm();
+        vm.devices.clear();
+        vm.bootargs.clear();
+        let b = blob(&vm);
+        let fdt = Fdt::new(&b).unwrap();
+        assert!(fdt.chosen().stdout().is_none());
+        assert!(fdt.find_compatible(&["arm,pl011"]).is_none());
+        assert_eq!(fdt.chosen().bootargs(), Some(""));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        let mut vm = probe_vm();
+        vm.bootargs = "a\0b".into();
+        assert!(matches!(
+            guest_fdt(&vm, &QEMU_VIRT, &SEED),
+            Err(FdtError::Writer(_))
+        ));
+        let mut vm = probe_vm();
+        vm.bootargs = "x".repeat(DTB_SIZE as usize);
+        assert!(matches!(
+            guest_fdt(&vm, &QEMU_VIRT, &SEED),
+            Err(FdtError::TooLarge { .. })
+        ));
+        let mut vm = probe_vm();
+        vm.devices[0] = DeviceConfig::Pl011 {
+            base: 0x0900_0000,
+            irq: 5,
+        };
+        assert_eq!(
+            guest_fdt(&vm, &QEMU_VIRT, &SEED),
+            Err(FdtError::NotAnSpi { irq: 5 })
+        );
+    }
+}
