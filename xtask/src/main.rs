@@ -1,1 +1,213 @@
-fn main() {}
+//! `cargo xtask`: Partita's host tool. Every task a user or CI runs goes through here:
+//! setting up the machine, building, checking configurations, running and debugging on QEMU,
+//! and the full test suite.
+//!
+//! This file only defines the command line and dispatches; each task lives in its module.
+//! Errors end the program with status 1 and one message, never a panic.
+
+mod build;
+mod config;
+mod elf;
+mod image;
+mod layout;
+mod paths;
+mod process;
+mod qemu;
+mod scenarios;
+mod setup;
+mod suite;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use partita_core::bundle;
+
+use crate::process::{step, Ending};
+use crate::qemu::{Cpu, Machine, GDB_PORT};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Partita's host tool", version)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install the Debian packages and the Rust target Partita needs.
+    Setup,
+    /// Build the hypervisor, the guests and the boot image build/partita.img.
+    Build(ConfigArg),
+    /// Build, then run the system on QEMU with the console on this terminal.
+    Run {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        cpu: CpuArg,
+        /// Count instructions instead of real time (deterministic timing).
+        #[arg(long)]
+        icount: bool,
+        /// Stop QEMU after this many seconds (exit status 124).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
+    },
+    /// Build, then start QEMU halted with a gdb server on port 1234.
+    Debug {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        cpu: CpuArg,
+    },
+    /// Run every check: rustfmt, clippy, unit tests, QEMU scenarios.
+    Test,
+    /// Remove Cargo's target directory and build/.
+    Clean,
+    /// Parse and validate a configuration and print its memory layout.
+    CheckConfig {
+        /// The configuration file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct ConfigArg {
+    /// System configuration file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    fn file(&self) -> PathBuf {
+        self.config.clone().unwrap_or_else(paths::default_config)
+    }
+}
+
+#[derive(Args)]
+struct CpuArg {
+    /// CPU model QEMU emulates (max = max,pauth-impdef=on).
+    #[arg(long, value_enum, default_value = "cortex-a72")]
+    cpu: Cpu,
+}
+
+fn main() -> ExitCode {
+    match dispatch(Cli::parse().task) {
+        Ok(code) => code,
+        Err(e) if e.is::<config::LoadError>() => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(task: Task) -> Result<ExitCode> {
+    match task {
+        Task::Setup => setup::setup()?,
+        Task::Build(config) => {
+            build::binaries()?;
+            build::boot_image(&config.file(), &paths::boot_image())?;
+        }
+        Task::Run {
+            config,
+            cpu,
+            icount,
+            timeout,
+        } => return run(&config.file(), cpu.cpu, icount, timeout),
+        Task::Debug { config, cpu } => return debug(&config.file(), cpu.cpu),
+        Task::Test => suite::run_all()?,
+        Task::Clean => clean()?,
+        Task::CheckConfig { file } => check_config(&file)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// QEMU's exit status as ours (statuses beyond 255 cannot be passed on).
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn run(config: &Path, cpu: Cpu, icount: bool, timeout: Option<u64>) -> Result<ExitCode> {
+    build::binaries()?;
+    let image = paths::boot_image();
+    let system = build::boot_image(config, &image)?;
+    let machine = Machine {
+        image: &image,
+        cpu,
+        cpus: system.config.board.cpus,
+        icount,
+        gdb: false,
+    };
+    let mut cmd = machine.command();
+    step(format!(
+        "running {} (quit with Ctrl-A x)",
+        process::describe(&cmd)
+    ));
+    let mut child = cmd.spawn().context("cannot start qemu-system-aarch64")?;
+    match process::wait_until(&mut child, timeout.map(Duration::from_secs))? {
+        Ending::Exited(code) => {
+            step(format!("QEMU exited with status {code}"));
+            Ok(exit_code(code))
+        }
+        Ending::TimedOut => {
+            step(format!("stopped QEMU after {} s", timeout.unwrap_or(0)));
+            Ok(ExitCode::from(124))
+        }
+    }
+}
+
+fn debug(config: &Path, cpu: Cpu) -> Result<ExitCode> {
+    build::binaries()?;
+    let image = paths::boot_image();
+    let system = build::boot_image(config, &image)?;
+    let machine = Machine {
+        image: &image,
+        cpu,
+        cpus: system.config.board.cpus,
+        icount: false,
+        gdb: true,
+    };
+    let mut gdb = Command::new("gdb-multiarch");
+    gdb.arg(paths::shown(&build::hypervisor_elf()))
+        .args(["-ex", &format!("target remote :{GDB_PORT}")]);
+    step(format!(
+        "QEMU waits for gdb on port {GDB_PORT}; in another terminal run:\n    {}",
+        process::describe(&gdb)
+    ));
+    let mut cmd = machine.command();
+    step(format!("running {}", process::describe(&cmd)));
+    let status = cmd.status().context("cannot start qemu-system-aarch64")?;
+    Ok(exit_code(process::exit_code(status)))
+}
+
+fn clean() -> Result<()> {
+    step("cargo clean");
+    process::run(
+        Command::new("cargo")
+            .arg("clean")
+            .current_dir(paths::root()),
+    )?;
+    let build = paths::build_dir();
+    step(format!("removing {}", paths::shown(&build).display()));
+    match fs::remove_dir_all(&build) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", build.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_config(file: &Path) -> Result<()> {
+    let system = config::load(file)?;
+    let images: Vec<&[u8]> = system.images.iter().map(Vec::as_slice).collect();
+    let bundle_len = bundle::encode(&system.config, &images).len();
+    println!("{}: valid", file.display());
+    print!("{}", layout::describe(&system, bundle_len));
+    Ok(())
+}

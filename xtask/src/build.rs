@@ -1,0 +1,92 @@
+//! Building Partita: the hypervisor and guest crates with Cargo, the flattened guest images,
+//! and the boot image that joins the hypervisor with a configuration's bundle.
+//!
+//! Guests built from this workspace are listed in `GUESTS`; a configuration names their
+//! flattened images (`build/guests/<name>.bin`) or any other file. Cargo output is shown as
+//! is; this module never edits sources or configurations.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::config::{self, System};
+use crate::elf::Executable;
+use crate::image::{self, BootImage};
+use crate::paths::{self, root, TARGET};
+use crate::process::{run, step};
+
+/// A bare-metal guest crate of this workspace.
+pub struct Guest {
+    /// Image name: `build/guests/<name>.bin`.
+    pub name: &'static str,
+    pub package: &'static str,
+    pub bin: &'static str,
+}
+
+pub const GUESTS: [Guest; 1] = [Guest {
+    name: "probe",
+    package: "partita-probe",
+    bin: "probe",
+}];
+
+/// The hypervisor package and its binary.
+const HYPERVISOR_PACKAGE: &str = "partita";
+const HYPERVISOR_BIN: &str = "partita";
+
+fn cargo_build_release(package: &str) -> Result<()> {
+    run(Command::new("cargo")
+        .args(["build", "--release", "--target", TARGET, "-p", package])
+        .current_dir(root()))
+}
+
+/// Builds the hypervisor and every guest, and flattens the guests.
+pub fn binaries() -> Result<()> {
+    step("building hypervisor");
+    cargo_build_release(HYPERVISOR_PACKAGE)?;
+    for guest in &GUESTS {
+        step(format!("building guest {}", guest.name));
+        cargo_build_release(guest.package)?;
+        let elf_path = paths::release_elf(guest.bin);
+        let elf =
+            fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
+        let flat = Executable::parse(&elf)
+            .and_then(|e| e.flatten_guest())
+            .with_context(|| format!("cannot flatten {}", elf_path.display()))?;
+        write(&paths::guest_image(guest.name), &flat)?;
+    }
+    Ok(())
+}
+
+/// The hypervisor ELF path, for gdb.
+pub fn hypervisor_elf() -> std::path::PathBuf {
+    paths::release_elf(HYPERVISOR_BIN)
+}
+
+/// Loads `config_file` and writes its boot image to `out`.
+pub fn boot_image(config_file: &Path, out: &Path) -> Result<System> {
+    step(format!("checking configuration {}", config_file.display()));
+    let system = config::load(config_file)?;
+    let elf_path = hypervisor_elf();
+    let elf = fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
+    let BootImage {
+        bytes,
+        hypervisor_len,
+        bundle_len,
+    } = image::assemble(&system, &elf)?;
+    step(format!(
+        "writing {} ({} bytes: hypervisor {hypervisor_len}, bundle {bundle_len})",
+        paths::shown(out).display(),
+        bytes.len()
+    ));
+    write(out, &bytes)?;
+    Ok(system)
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}

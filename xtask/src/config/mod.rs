@@ -1,0 +1,132 @@
+//! Loading a system configuration file: TOML text to a checked `SystemConfig` plus the guest
+//! images it names.
+//!
+//! The steps run in order and stop at the first mistake: read and parse the file, walk the
+//! schema, read every image (paths relative to the file's directory), plan physical memory
+//! and run core's validation. Every mistake becomes one `LoadError` line
+//! `<file>: <key>: <problem>`; nothing here may panic on what the file says.
+
+mod fields;
+mod schema;
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use partita_core::config::{self, ConfigError, SystemConfig};
+
+/// A configuration with its images, ready to bundle.
+pub struct System {
+    /// The file as the user named it, for messages.
+    pub file: PathBuf,
+    pub config: SystemConfig,
+    /// `images[i]` is VM `i`'s image.
+    pub images: Vec<Vec<u8>>,
+}
+
+/// A mistake in a configuration file, printed as one line.
+#[derive(Debug)]
+pub struct LoadError {
+    pub file: PathBuf,
+    pub error: ConfigError,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.error)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+impl System {
+    /// Attaches `error` to this system's file.
+    pub fn error(&self, error: ConfigError) -> LoadError {
+        LoadError {
+            file: self.file.clone(),
+            error,
+        }
+    }
+}
+
+/// Reads, parses and validates `file` and reads the images it names.
+pub fn load(file: &Path) -> Result<System, LoadError> {
+    let at = |error| LoadError {
+        file: file.to_path_buf(),
+        error,
+    };
+    let text = fs::read_to_string(file)
+        .map_err(|e| at(ConfigError::new("file", format!("cannot read: {e}"))))?;
+    let mut config = parse(&text).map_err(at)?;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let images = read_images(&mut config, dir).map_err(at)?;
+    config::plan_memory(&mut config).map_err(at)?;
+    config::validate(&config).map_err(at)?;
+    Ok(System {
+        file: file.to_path_buf(),
+        config,
+        images,
+    })
+}
+
+/// TOML text to a configuration whose image sizes are still 0.
+fn parse(text: &str) -> Result<SystemConfig, ConfigError> {
+    let table = text
+        .parse::<toml::Table>()
+        .map_err(|e| syntax_error(text, &e))?;
+    schema::system(&table)
+}
+
+fn syntax_error(text: &str, e: &toml::de::Error) -> ConfigError {
+    let start = e.span().map_or(0, |s| s.start).min(text.len());
+    let before = &text[..start];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let message: Vec<&str> = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    ConfigError::new(
+        format!("{line}:{column}"),
+        format!("TOML syntax error: {}", message.join("; ")),
+    )
+}
+
+fn read_images(config: &mut SystemConfig, dir: &Path) -> Result<Vec<Vec<u8>>, ConfigError> {
+    config
+        .vms
+        .iter_mut()
+        .enumerate()
+        .map(|(i, vm)| {
+            let bytes = fs::read(dir.join(&vm.image.path)).map_err(|e| {
+                ConfigError::new(
+                    format!("vm[{i}].image"),
+                    format!("cannot read \"{}\": {e}", vm.image.path),
+                )
+            })?;
+            vm.image.size = bytes.len() as u64;
+            Ok(bytes)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_errors_carry_line_and_column() {
+        let err = parse("[board]\nplatform = \"qemu-virt\ncpus = 1\n").unwrap_err();
+        assert_eq!(err.key, "2:22");
+        assert!(err.message.starts_with("TOML syntax error: "), "{err}");
+        assert!(!err.message.contains('\n'));
+    }
+
+    #[test]
+    fn duplicate_keys_are_syntax_errors() {
+        let err = parse("[board]\ncpus = 1\ncpus = 2\n").unwrap_err();
+        assert_eq!(err.key, "3:1");
+    }
+}

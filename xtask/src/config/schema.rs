@@ -1,0 +1,252 @@
+//! The configuration file's schema: which sections and keys exist, their types and defaults.
+//!
+//! It walks the parsed TOML table and builds core's `SystemConfig`, reporting the first
+//! mistake as a `ConfigError` with the exact key. It checks only the shape of the file
+//! (keys, types, names, ranges); the rules about the system itself (overlaps, CPUs, image
+//! room) belong to `partita_core::config::validate`, and the image files are read elsewhere.
+
+use partita_core::board::Platform;
+use partita_core::config::{
+    BoardConfig, ConfigError, DeviceConfig, ImageConfig, MemoryRegion, SystemConfig, VmConfig,
+    VmKind,
+};
+use toml::{Table, Value};
+
+use super::fields::{wrong_type, Fields};
+
+const TOP_KEYS: [&str; 2] = ["board", "vm"];
+const BOARD_KEYS: [&str; 2] = ["platform", "cpus"];
+const VM_KEYS: [&str; 8] = [
+    "name", "kind", "priority", "cpus", "bootargs", "memory", "image", "device",
+];
+const MEMORY_KEYS: [&str; 3] = ["base", "size", "phys"];
+const IMAGE_KEYS: [&str; 2] = ["path", "load"];
+const PL011_KEYS: [&str; 3] = ["type", "base", "irq"];
+const TESTDEV_KEYS: [&str; 2] = ["type", "base"];
+
+/// Scheduling priority of a VM that names none.
+fn default_priority(kind: VmKind) -> u8 {
+    match kind {
+        VmKind::Rtos => 200,
+        VmKind::Gpos => 100,
+    }
+}
+
+/// Builds the system from the whole file. Image sizes are left at 0 for the caller to fill.
+pub fn system(top: &Table) -> Result<SystemConfig, ConfigError> {
+    let top = Fields::new("", top, "the top level", &TOP_KEYS)?;
+    let board = match top.required("board")? {
+        Value::Table(t) => board(t)?,
+        v => return Err(wrong_type("board", "a table ([board])", v)),
+    };
+    if let Some(v @ Value::Table(_)) = top.get("vm") {
+        return Err(wrong_type("vm", "an array of tables ([[vm]])", v));
+    }
+    let vms = top
+        .tables("vm")?
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| vm(i, t))
+        .collect::<Result<_, _>>()?;
+    Ok(SystemConfig { board, vms })
+}
+
+fn board(table: &Table) -> Result<BoardConfig, ConfigError> {
+    let f = Fields::new("board", table, "[board]", &BOARD_KEYS)?;
+    let name = f.required_string("platform")?;
+    let platform = Platform::from_name(name).ok_or_else(|| {
+        let known: Vec<_> = Platform::ALL.iter().map(|p| p.name()).collect();
+        ConfigError::new(
+            f.key("platform"),
+            format!(
+                "unknown platform \"{name}\"; known platforms: {}",
+                known.join(", ")
+            ),
+        )
+    })?;
+    let cpus = f.u8("cpus")?.unwrap_or(1);
+    Ok(BoardConfig { platform, cpus })
+}
+
+fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
+    let f = Fields::new(format!("vm[{i}]"), table, "a [[vm]] table", &VM_KEYS)?;
+    let name = f.required_string("name")?.to_string();
+    let kind_name = f.required_string("kind")?;
+    let kind = VmKind::from_name(kind_name).ok_or_else(|| {
+        ConfigError::new(
+            f.key("kind"),
+            format!("unknown kind \"{kind_name}\"; expected \"rtos\" or \"gpos\""),
+        )
+    })?;
+    let priority = f.u8("priority")?.unwrap_or(default_priority(kind));
+    let cpus = f.u8_array("cpus")?;
+    let bootargs = f.string("bootargs")?.unwrap_or_default().to_string();
+    f.required("memory")?;
+    let memory = f
+        .tables("memory")?
+        .into_iter()
+        .enumerate()
+        .map(|(j, t)| memory(&f.key(&format!("memory[{j}]")), t))
+        .collect::<Result<_, _>>()?;
+    let image = image(&f)?;
+    let devices = f
+        .tables("device")?
+        .into_iter()
+        .enumerate()
+        .map(|(j, t)| device(&f.key(&format!("device[{j}]")), t))
+        .collect::<Result<_, _>>()?;
+    Ok(VmConfig {
+        name,
+        kind,
+        priority,
+        cpus,
+        memory,
+        image,
+        bootargs,
+        devices,
+    })
+}
+
+fn memory(path: &str, table: &Table) -> Result<MemoryRegion, ConfigError> {
+    let f = Fields::new(path, table, "a memory region", &MEMORY_KEYS)?;
+    Ok(MemoryRegion {
+        base: f.required_address("base")?,
+        size: f.size("size")?,
+        phys: f.address("phys")?,
+    })
+}
+
+fn image(vm: &Fields) -> Result<ImageConfig, ConfigError> {
+    let key = vm.key("image");
+    let (path, load) = match vm.required("image")? {
+        Value::String(path) => (path.clone(), None),
+        Value::Table(t) => {
+            let f = Fields::new(key.clone(), t, "an image table", &IMAGE_KEYS)?;
+            (f.required_string("path")?.to_string(), f.address("load")?)
+        }
+        v => {
+            return Err(wrong_type(
+                &key,
+                "a path string or a table { path, load }",
+                v,
+            ))
+        }
+    };
+    if path.is_empty() {
+        return Err(ConfigError::new(key, "the image path is empty"));
+    }
+    Ok(ImageConfig {
+        path,
+        load,
+        size: 0,
+    })
+}
+
+fn device(path: &str, table: &Table) -> Result<DeviceConfig, ConfigError> {
+    let type_key = format!("{path}.type");
+    let kind = match table.get("type") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(v) => return Err(wrong_type(&type_key, "a string", v)),
+        None => return Err(ConfigError::new(type_key, "missing required key")),
+    };
+    match kind {
+        "pl011" => {
+            let f = Fields::new(path, table, "a \"pl011\" device", &PL011_KEYS)?;
+            Ok(DeviceConfig::Pl011 {
+                base: f.required_address("base")?,
+                irq: f.u32("irq")?,
+            })
+        }
+        "testdev" => {
+            let f = Fields::new(path, table, "a \"testdev\" device", &TESTDEV_KEYS)?;
+            Ok(DeviceConfig::TestDev {
+                base: f.required_address("base")?,
+            })
+        }
+        other => Err(ConfigError::new(
+            type_key,
+            format!(
+                "unknown device type \"{other}\"; known types: {}",
+                DeviceConfig::TYPES.join(", ")
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROBE: &str = r#"
+        [board]
+        platform = "qemu-virt"
+        [[vm]]
+        name = "probe"
+        kind = "rtos"
+        cpus = [0]
+        memory = [ { base = 0x4000_0000, size = "2M" } ]
+        image = "probe.bin"
+        [[vm.device]]
+        type = "pl011"
+        base = 0x0900_0000
+        irq = 33
+        [[vm.device]]
+        type = "testdev"
+        base = 0x0a00_0000
+    "#;
+
+    fn parse(text: &str) -> Result<SystemConfig, String> {
+        system(&text.parse::<Table>().unwrap()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_probe_system_parses_with_defaults() {
+        let cfg = parse(PROBE).unwrap();
+        assert_eq!(cfg.board.cpus, 1);
+        let vm = &cfg.vms[0];
+        assert_eq!(vm.priority, 200);
+        assert_eq!(vm.bootargs, "");
+        assert_eq!(
+            vm.memory,
+            [MemoryRegion {
+                base: 0x4000_0000,
+                size: 0x20_0000,
+                phys: None
+            }]
+        );
+        assert_eq!(vm.image.load, None);
+        assert_eq!(vm.devices.len(), 2);
+        assert_eq!(vm.devices[1], DeviceConfig::TestDev { base: 0x0a00_0000 });
+    }
+
+    #[test]
+    fn image_tables_carry_a_load_address() {
+        let text = PROBE.replace(
+            "image = \"probe.bin\"",
+            "image = { path = \"k\", load = 0x4008_0000 }\nkind = \"gpos\"",
+        );
+        let text = text.replace("kind = \"rtos\"\n", "");
+        let cfg = parse(&text).unwrap();
+        assert_eq!(cfg.vms[0].image.load, Some(0x4008_0000));
+        assert_eq!(cfg.vms[0].priority, 100);
+    }
+
+    #[test]
+    fn shape_mistakes_name_the_key() {
+        let cases = [
+            ("platform = \"qemu-virt\"", "platform = \"rpi4\"", "board.platform: unknown platform \"rpi4\"; known platforms: qemu-virt"),
+            ("kind = \"rtos\"", "kind = \"linux\"", "vm[0].kind: unknown kind \"linux\"; expected \"rtos\" or \"gpos\""),
+            ("type = \"testdev\"", "type = \"virtio\"", "vm[0].device[1].type: unknown device type \"virtio\"; known types: pl011, testdev"),
+            ("irq = 33", "", "vm[0].device[0].irq: missing required key"),
+            ("size = \"2M\"", "size = \"2 MiB\"", "vm[0].memory[0].size: \"2 MiB\" is not a size: write a number of bytes, or a number followed by K, M or G (\"4K\", \"2M\", \"1G\")"),
+            ("image = \"probe.bin\"", "image = 7", "vm[0].image: expected a path string or a table { path, load }, found an integer"),
+        ];
+        for (from, to, expected) in cases {
+            assert_eq!(parse(&PROBE.replace(from, to)).unwrap_err(), expected);
+        }
+        assert_eq!(
+            parse("[board]\nplatform = \"qemu-virt\"\n[vm]\nname = \"a\"").unwrap_err(),
+            "vm: expected an array of tables ([[vm]]), found a table"
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! Where things are: the workspace, Cargo's output for the AArch64 crates, and `build/`.
+//!
+//! Every path the host tool writes is derived here, so the layout of `build/` is defined in
+//! one place. Nothing here touches the file system.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+/// The Rust target of the hypervisor and the bare-metal guests.
+pub const TARGET: &str = "aarch64-unknown-none";
+
+/// The workspace root (the parent of the `xtask` crate).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Cargo's target directory, honouring `CARGO_TARGET_DIR`.
+fn target_dir() -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+/// The release ELF of an AArch64 binary target.
+pub fn release_elf(bin: &str) -> PathBuf {
+    target_dir().join(TARGET).join("release").join(bin)
+}
+
+/// Generated files: boot images, flattened guests, scenario images.
+pub fn build_dir() -> PathBuf {
+    root().join("build")
+}
+
+pub fn boot_image() -> PathBuf {
+    build_dir().join("partita.img")
+}
+
+pub fn guest_image(name: &str) -> PathBuf {
+    build_dir().join("guests").join(format!("{name}.bin"))
+}
+
+pub fn scenario_image(name: &str) -> PathBuf {
+    build_dir().join("tests").join(format!("{name}.img"))
+}
+
+pub fn default_config() -> PathBuf {
+    shown(&root().join("configs").join("default.toml"))
+}
+
+/// `path` relative to the current directory when it lies below it, for messages.
+pub fn shown(path: &Path) -> PathBuf {
+    env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| path.to_path_buf())
+}

@@ -1,0 +1,166 @@
+//! Running other programs (cargo, QEMU, apt-get) and reporting progress.
+//!
+//! Progress lines start with `==> ` so a user can follow a long build; a failed command is
+//! reported with its full command line. QEMU runs with a deadline here, its console either
+//! on the terminal or captured for scenario checks. Nothing here decides what to run.
+
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Prints a progress line.
+pub fn step(what: impl AsRef<str>) {
+    println!("==> {}", what.as_ref());
+}
+
+/// The command line of `cmd`, as a user would type it.
+pub fn describe(cmd: &Command) -> String {
+    let mut words = vec![cmd.get_program().to_string_lossy().into_owned()];
+    words.extend(cmd.get_args().map(|a| quote(&a.to_string_lossy())));
+    words.join(" ")
+}
+
+fn quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+@%".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Runs `cmd` on the terminal and fails unless it exits 0.
+pub fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start `{}`", describe(cmd)))?;
+    if !status.success() {
+        bail!("`{}` failed ({status})", describe(cmd));
+    }
+    Ok(())
+}
+
+/// Runs `cmd` and returns its standard output; fails unless it exits 0.
+pub fn output(cmd: &mut Command) -> Result<String> {
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot start `{}`", describe(cmd)))?;
+    if !out.status.success() {
+        bail!("`{}` failed ({})", describe(cmd), out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The exit code a shell would report for `status` (128 + signal when killed).
+pub fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+/// How a program run under a deadline ended.
+pub enum Ending {
+    Exited(i32),
+    TimedOut,
+}
+
+/// Waits for `child` until `deadline`; past it, asks it to stop (SIGTERM, so QEMU restores
+/// the terminal), then kills it.
+pub fn wait_until(child: &mut Child, deadline: Option<Duration>) -> Result<Ending> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Ending::Exited(exit_code(status)));
+        }
+        if deadline.is_some_and(|d| start.elapsed() >= d) {
+            stop(child)?;
+            return Ok(Ending::TimedOut);
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn stop(child: &mut Child) -> Result<()> {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let grace = Instant::now();
+    while grace.elapsed() < Duration::from_secs(2) {
+        if child.try_wait()?.is_some() {
+            return Ok(());
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.kill()?;
+    child.wait()?;
+    Ok(())
+}
+
+/// A finished captured run: how it ended and everything it printed (stdout, then stderr).
+pub struct Captured {
+    pub ending: Ending,
+    pub output: String,
+}
+
+/// Runs `cmd` with no input and its output captured, stopping it after `deadline`.
+pub fn capture(cmd: &mut Command, deadline: Duration) -> Result<Captured> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", describe(cmd)))?;
+    let stdout = child.stdout.take().map(drain);
+    let stderr = child.stderr.take().map(drain);
+    let ending = wait_until(&mut child, Some(deadline))?;
+    let mut output = String::new();
+    for reader in [stdout, stderr].into_iter().flatten() {
+        output.push_str(&reader.join().unwrap_or_default());
+    }
+    Ok(Captured { ending, output })
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_are_quoted_for_the_shell() {
+        let mut cmd = Command::new("gdb-multiarch");
+        cmd.args(["target/partita", "-ex", "target remote :1234", "it's"]);
+        assert_eq!(
+            describe(&cmd),
+            r"gdb-multiarch target/partita -ex 'target remote :1234' 'it'\''s'"
+        );
+    }
+
+    #[test]
+    fn captured_runs_report_status_output_and_timeouts() {
+        let done = capture(
+            Command::new("sh").args(["-c", "echo hello; echo oops >&2; exit 3"]),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(matches!(done.ending, Ending::Exited(3)));
+        assert_eq!(done.output, "hello\noops\n");
+        let slow = capture(Command::new("sleep").arg("10"), Duration::from_millis(100)).unwrap();
+        assert!(matches!(slow.ending, Ending::TimedOut));
+    }
+}

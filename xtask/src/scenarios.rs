@@ -1,0 +1,183 @@
+//! The QEMU scenarios of `cargo xtask test`, as data: which configuration boots on which CPU,
+//! the exit status QEMU must end with and what the console must (not) show.
+//!
+//! Console expectations are line patterns where `*` stands for any text. Adding a scenario
+//! is adding a row to `SCENARIOS`; running them is `suite`'s job.
+
+use crate::qemu::Cpu;
+
+/// A line pattern the console must show, must not show, or show an exact number of times.
+#[derive(Clone, Copy, Debug)]
+pub enum Expect {
+    Line(&'static str),
+    NoLine(&'static str),
+    Count(&'static str, usize),
+}
+
+pub struct Scenario {
+    pub name: &'static str,
+    /// Configuration file, relative to the workspace root.
+    pub config: &'static str,
+    pub cpu: Cpu,
+    pub exit_status: i32,
+    pub timeout_secs: u64,
+    pub expect: &'static [Expect],
+}
+
+const PROBE_PASSED: &str = "[probe] probe: all * checks passed";
+const PROBE_FAILED: &str = "[probe] FAIL *";
+const PANIC: &str = "[partita] panic: *";
+const PROBE_FAULT: &str = "[partita] vm probe: fault: *";
+const PROBE_BOOT: &str = "[probe] probe: boot *";
+
+const CLEAN_PROBE: &[Expect] = &[
+    Expect::Line(PROBE_PASSED),
+    Expect::NoLine(PROBE_FAILED),
+    Expect::NoLine(PANIC),
+    Expect::NoLine(PROBE_FAULT),
+];
+
+pub const SCENARIOS: [Scenario; 4] = [
+    Scenario {
+        name: "probe-cortex-a72",
+        config: "configs/probe.toml",
+        cpu: Cpu::CortexA72,
+        exit_status: 0,
+        timeout_secs: 60,
+        expect: CLEAN_PROBE,
+    },
+    Scenario {
+        name: "probe-max",
+        config: "configs/probe.toml",
+        cpu: Cpu::Max,
+        exit_status: 0,
+        timeout_secs: 60,
+        expect: CLEAN_PROBE,
+    },
+    Scenario {
+        name: "probe-crash",
+        config: "configs/tests/probe-crash.toml",
+        cpu: Cpu::CortexA72,
+        exit_status: 1,
+        timeout_secs: 60,
+        expect: &[Expect::Line(PROBE_FAULT), Expect::NoLine(PANIC)],
+    },
+    Scenario {
+        name: "probe-reset",
+        config: "configs/tests/probe-reset.toml",
+        cpu: Cpu::CortexA72,
+        exit_status: 0,
+        timeout_secs: 60,
+        expect: &[
+            Expect::Count(PROBE_BOOT, 2),
+            Expect::NoLine(PROBE_FAILED),
+            Expect::NoLine(PANIC),
+            Expect::NoLine(PROBE_FAULT),
+        ],
+    },
+];
+
+/// Whether `line` matches `pattern`, where each `*` matches any text.
+pub fn matches(pattern: &str, line: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = line.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// Console lines without the carriage returns of a serial console.
+pub fn console_lines(output: &str) -> impl Iterator<Item = &str> {
+    output.lines().map(|l| l.trim_end_matches('\r'))
+}
+
+/// What is wrong with a run's output and status; empty when it passed.
+pub fn verdict(scenario: &Scenario, status: i32, output: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if status != scenario.exit_status {
+        problems.push(format!(
+            "QEMU exited with status {status}, expected {}",
+            scenario.exit_status
+        ));
+    }
+    let count = |p: &str| console_lines(output).filter(|l| matches(p, l)).count();
+    for e in scenario.expect {
+        match *e {
+            Expect::Line(p) if count(p) == 0 => problems.push(format!("no line matches \"{p}\"")),
+            Expect::NoLine(p) if count(p) > 0 => {
+                problems.push(format!("unexpected line matching \"{p}\""))
+            }
+            Expect::Count(p, n) if count(p) != n => {
+                problems.push(format!("{} line(s) match \"{p}\", expected {n}", count(p)))
+            }
+            _ => {}
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_whole_lines_with_wildcards() {
+        assert!(matches(PROBE_PASSED, "[probe] probe: all 12 checks passed"));
+        assert!(!matches(
+            PROBE_PASSED,
+            "[probe] probe: all 12 checks passed!"
+        ));
+        assert!(!matches(
+            PROBE_PASSED,
+            "x[probe] probe: all 12 checks passed"
+        ));
+        assert!(matches("a*b*c", "abc"));
+        assert!(matches("a*b*c", "a-b-b-c"));
+        assert!(!matches("a*a", "a"));
+        assert!(matches("exact", "exact"));
+        assert!(!matches("exact", "exactly"));
+    }
+
+    #[test]
+    fn verdicts_check_status_and_console() {
+        let clean = &SCENARIOS[0];
+        let good = "[partita] Partita\r\n[probe] ok 1 psci version\r\n[probe] probe: all 1 checks passed\r\n";
+        assert!(verdict(clean, 0, good).is_empty());
+        assert_eq!(
+            verdict(clean, 1, "[probe] FAIL 1 psci version\n"),
+            [
+                "QEMU exited with status 1, expected 0",
+                "no line matches \"[probe] probe: all * checks passed\"",
+                "unexpected line matching \"[probe] FAIL *\"",
+            ]
+        );
+        let reset = &SCENARIOS[3];
+        assert_eq!(
+            verdict(reset, 0, "[probe] probe: boot 1\n"),
+            ["1 line(s) match \"[probe] probe: boot *\", expected 2"]
+        );
+    }
+
+    #[test]
+    fn every_scenario_config_exists() {
+        for s in &SCENARIOS {
+            assert!(
+                crate::paths::root().join(s.config).is_file(),
+                "{}: {}",
+                s.name,
+                s.config
+            );
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! `cargo xtask test`: every check of the project, ending with `<N> passed, <M> failed`.
+//!
+//! Static checks (rustfmt, clippy for host and AArch64 crates), the host unit tests, then
+//! the QEMU scenarios of `scenarios::SCENARIOS`, each on its own boot image under
+//! `build/tests/` with a deadline. A failing check never stops the others; only the final
+//! count and the exit status summarise them.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::build;
+use crate::paths::{self, root, TARGET};
+use crate::process::{self, step, Ending};
+use crate::qemu::Machine;
+use crate::scenarios::{verdict, Scenario, SCENARIOS};
+
+/// Lines of console output shown when a scenario fails.
+const TAIL_LINES: usize = 40;
+
+/// A check that is one Cargo command.
+struct CargoCheck {
+    name: &'static str,
+    args: &'static [&'static str],
+}
+
+const CARGO_CHECKS: [CargoCheck; 5] = [
+    CargoCheck {
+        name: "rustfmt",
+        args: &["fmt", "--all", "--", "--check"],
+    },
+    CargoCheck {
+        name: "clippy (host crates)",
+        args: &[
+            "clippy",
+            "--workspace",
+            "--exclude",
+            "partita",
+            "--exclude",
+            "partita-probe",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    },
+    CargoCheck {
+        name: "clippy partita",
+        args: &[
+            "clippy", "-p", "partita", "--target", TARGET, "--", "-D", "warnings",
+        ],
+    },
+    CargoCheck {
+        name: "clippy partita-probe",
+        args: &[
+            "clippy",
+            "-p",
+            "partita-probe",
+            "--target",
+            TARGET,
+            "--",
+            "-D",
+            "warnings",
+        ],
+    },
+    CargoCheck {
+        name: "unit tests",
+        args: &["test", "--workspace"],
+    },
+];
+
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+}
+
+impl Tally {
+    fn record(&mut self, name: &str, problems: &[String], took: Duration) {
+        if problems.is_empty() {
+            self.passed += 1;
+            println!("ok     {name} ({:.1} s)", took.as_secs_f64());
+        } else {
+            self.failed += 1;
+            println!("FAILED {name} ({:.1} s)", took.as_secs_f64());
+            for p in problems {
+                println!("       {p}");
+            }
+        }
+    }
+}
+
+/// Runs everything; fails when any check failed.
+pub fn run_all() -> Result<()> {
+    let mut tally = Tally::default();
+    for check in &CARGO_CHECKS {
+        step(check.name);
+        let start = Instant::now();
+        let result = process::run(Command::new("cargo").args(check.args).current_dir(root()));
+        let problems: Vec<String> = result.err().map(|e| format!("{e:#}")).into_iter().collect();
+        tally.record(check.name, &problems, start.elapsed());
+    }
+    let start = Instant::now();
+    let built = build::binaries();
+    let build_problems: Vec<String> = built
+        .as_ref()
+        .err()
+        .map(|e| format!("{e:#}"))
+        .into_iter()
+        .collect();
+    tally.record("build", &build_problems, start.elapsed());
+    for scenario in &SCENARIOS {
+        step(format!("scenario {}", scenario.name));
+        let start = Instant::now();
+        let problems = if built.is_ok() {
+            run_scenario(scenario).unwrap_or_else(|e| vec![format!("{e:#}")])
+        } else {
+            vec!["not run: the build failed".to_string()]
+        };
+        tally.record(scenario.name, &problems, start.elapsed());
+    }
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    if tally.failed > 0 {
+        anyhow::bail!("{} check(s) failed", tally.failed);
+    }
+    Ok(())
+}
+
+/// Boots one scenario and returns what went wrong (empty when it passed).
+fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
+    let image = paths::scenario_image(scenario.name);
+    let config = paths::shown(&root().join(scenario.config));
+    let system = build::boot_image(&config, &image)?;
+    let machine = Machine {
+        image: &image,
+        cpu: scenario.cpu,
+        cpus: system.config.board.cpus,
+        icount: false,
+        gdb: false,
+    };
+    let mut cmd = machine.command();
+    let run = process::capture(&mut cmd, Duration::from_secs(scenario.timeout_secs))?;
+    let mut problems = match run.ending {
+        Ending::Exited(status) => verdict(scenario, status, &run.output),
+        Ending::TimedOut => vec![format!(
+            "QEMU did not exit within {} s (stopped)",
+            scenario.timeout_secs
+        )],
+    };
+    if !problems.is_empty() {
+        problems.push(format!("command: {}", process::describe(&cmd)));
+        problems.push(format!("last {TAIL_LINES} console lines:"));
+        let lines: Vec<&str> = run.output.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(TAIL_LINES)..];
+        problems.extend(
+            tail.iter()
+                .map(|l| format!("| {}", l.trim_end_matches('\r'))),
+        );
+    }
+    Ok(problems)
+}
