@@ -30,7 +30,12 @@ use crate::process::{step, Ending};
 use crate::qemu::{Cpu, Machine, GDB_PORT};
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "Partita's host tool", version)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Partita's host tool",
+    version
+)]
 struct Cli {
     #[command(subcommand)]
     task: Task,

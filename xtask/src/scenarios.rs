@@ -28,7 +28,8 @@ const PROBE_PASSED: &str = "[probe] probe: all * checks passed";
 const PROBE_FAILED: &str = "[probe] FAIL *";
 const PANIC: &str = "[partita] panic: *";
 const PROBE_FAULT: &str = "[partita] vm probe: fault: *";
-const PROBE_BOOT: &str = "[probe] probe: boot *";
+const PROBE_BOOT: &str = "[probe] probe: started*";
+const PROBE_REBOOTED: &str = "[probe] probe: reset worked, boot 2";
 
 const CLEAN_PROBE: &[Expect] = &[
     Expect::Line(PROBE_PASSED),
@@ -60,7 +61,11 @@ pub const SCENARIOS: [Scenario; 4] = [
         cpu: Cpu::CortexA72,
         exit_status: 1,
         timeout_secs: 60,
-        expect: &[Expect::Line(PROBE_FAULT), Expect::NoLine(PANIC)],
+        expect: &[
+            Expect::Line("[probe] probe: crashing on purpose"),
+            Expect::Line(PROBE_FAULT),
+            Expect::NoLine(PANIC),
+        ],
     },
     Scenario {
         name: "probe-reset",
@@ -70,6 +75,7 @@ pub const SCENARIOS: [Scenario; 4] = [
         timeout_secs: 60,
         expect: &[
             Expect::Count(PROBE_BOOT, 2),
+            Expect::Line(PROBE_REBOOTED),
             Expect::NoLine(PROBE_FAILED),
             Expect::NoLine(PANIC),
             Expect::NoLine(PROBE_FAULT),
@@ -164,8 +170,11 @@ mod tests {
         );
         let reset = &SCENARIOS[3];
         assert_eq!(
-            verdict(reset, 0, "[probe] probe: boot 1\n"),
-            ["1 line(s) match \"[probe] probe: boot *\", expected 2"]
+            verdict(reset, 0, "[probe] probe: started, bootargs \"reset\"\n"),
+            [
+                "1 line(s) match \"[probe] probe: started*\", expected 2",
+                "no line matches \"[probe] probe: reset worked, boot 2\""
+            ]
         );
     }
 
