@@ -1,0 +1,221 @@
+//! The numbered checks of the default mode, run in table order, and what they share.
+//!
+//! A check is a description and a function that returns `Err(Failure)` with a one-line
+//! detail. The runner clears the trap log before each check and fails a check that leaves an
+//! exception it did not consume, so an unexpected abort or undefined instruction never passes
+//! unnoticed. Output: `ok <n> <description>` or `FAIL <n> <description>: <detail>`.
+
+mod faults;
+mod hypercalls;
+mod testdev;
+
+use core::fmt::{self, Write};
+
+use crate::exceptions::{self, DFSC_EXTERNAL_ABORT, EC_DATA_ABORT_SAME_EL};
+use crate::platform::Platform;
+use crate::println;
+
+pub use testdev::boot_count;
+
+/// Why a check failed, as one line of text (cut at its capacity).
+pub struct Failure(heapless::String<112>);
+
+impl Failure {
+    pub fn new(args: fmt::Arguments) -> Failure {
+        let mut text = heapless::String::new();
+        // A detail longer than the buffer is cut; the beginning says what failed.
+        let _ = text.write_fmt(args);
+        Failure(text)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub type Outcome = Result<(), Failure>;
+
+pub struct Check {
+    pub description: &'static str,
+    pub run: fn(&Platform) -> Outcome,
+}
+
+/// Every check, in the order they run and are numbered.
+const CHECKS: &[Check] = &[
+    Check {
+        description: "device tree names the console and the test device",
+        run: device_tree,
+    },
+    Check {
+        description: "SMCCC_VERSION via HVC is 1.1",
+        run: hypercalls::smccc_version,
+    },
+    Check {
+        description: "PSCI_VERSION via HVC is 1.1",
+        run: hypercalls::psci_version_hvc,
+    },
+    Check {
+        description: "PSCI_VERSION via SMC is 1.1",
+        run: hypercalls::psci_version_smc,
+    },
+    Check {
+        description: "PSCI_FEATURES: implemented and unknown IDs",
+        run: hypercalls::psci_features,
+    },
+    Check {
+        description: "unknown function IDs via HVC return NOT_SUPPORTED",
+        run: hypercalls::unknown_hvc,
+    },
+    Check {
+        description: "unknown function IDs via SMC return NOT_SUPPORTED",
+        run: hypercalls::unknown_smc,
+    },
+    Check {
+        description: "PARTITA_VERSION answers",
+        run: hypercalls::partita_version,
+    },
+    Check {
+        description: "CPU_ON and AFFINITY_INFO on a uniprocessor VM",
+        run: hypercalls::cpu_on,
+    },
+    Check {
+        description: "testdev ID: loads of every size at several offsets",
+        run: testdev::id_loads,
+    },
+    Check {
+        description: "testdev ID: sign-extending loads into x and w",
+        run: testdev::signed_loads,
+    },
+    Check {
+        description: "testdev SCRATCH: stores of every size merge",
+        run: testdev::scratch_stores,
+    },
+    Check {
+        description: "testdev WRITES counts accepted stores",
+        run: testdev::writes_count,
+    },
+    Check {
+        description: "testdev: loads into xzr/wzr leave SP alone",
+        run: testdev::zero_register_loads,
+    },
+    Check {
+        description: "testdev: stores from xzr/wzr write zero",
+        run: testdev::zero_register_stores,
+    },
+    Check {
+        description: "testdev: ldp (no syndrome) aborts",
+        run: faults::load_pair,
+    },
+    Check {
+        description: "testdev FAULT register: load and store abort",
+        run: faults::fault_register,
+    },
+    Check {
+        description: "unmapped memory at 0x20000000: load and store abort",
+        run: faults::unmapped_low,
+    },
+    Check {
+        description: "unmapped memory at 0x100000000: load and store abort",
+        run: faults::unmapped_high,
+    },
+    Check {
+        description: "pl011: PrimeCell IDs, 64-bit access aborts",
+        run: faults::pl011_ids,
+    },
+    Check {
+        description: "testdev BOOTS is 1",
+        run: testdev::first_boot,
+    },
+    Check {
+        description: "WFI and WFE return",
+        run: faults::wfi_wfe,
+    },
+];
+
+pub struct Summary {
+    pub total: usize,
+    pub failed: usize,
+}
+
+pub fn run_all(platform: &Platform) -> Summary {
+    let mut failed = 0;
+    for (i, check) in CHECKS.iter().enumerate() {
+        exceptions::take_trap();
+        let outcome = (check.run)(platform).and_then(|()| no_stray_exception());
+        match outcome {
+            Ok(()) => println!("ok {} {}", i + 1, check.description),
+            Err(failure) => {
+                failed += 1;
+                println!("FAIL {} {}: {failure}", i + 1, check.description);
+            }
+        }
+    }
+    Summary {
+        total: CHECKS.len(),
+        failed,
+    }
+}
+
+fn device_tree(p: &Platform) -> Outcome {
+    let missing = [
+        (!p.dtb_found, "no device tree at x0"),
+        (!p.uart_from_dtb, "no arm,pl011 node"),
+        (!p.testdev_from_dtb, "no partita,testdev node"),
+    ];
+    match missing.iter().find(|(is_missing, _)| *is_missing) {
+        Some((_, what)) => Err(Failure::new(format_args!("{what}, using fallbacks"))),
+        None => Ok(()),
+    }
+}
+
+fn no_stray_exception() -> Outcome {
+    match exceptions::take_trap() {
+        None => Ok(()),
+        Some(t) => Err(Failure::new(format_args!(
+            "unexpected exception: ESR {:#x}, ELR {:#x}, FAR {:#x} ({} taken)",
+            t.esr, t.elr, t.far, t.count
+        ))),
+    }
+}
+
+pub fn expect_eq(what: fmt::Arguments, got: u64, want: u64) -> Outcome {
+    if got == want {
+        return Ok(());
+    }
+    Err(Failure::new(format_args!(
+        "{what}: got {got:#x}, want {want:#x}"
+    )))
+}
+
+/// Passes if exactly one synchronous external data abort at `addr` was taken since the last
+/// check of the trap log.
+pub fn expect_abort(what: fmt::Arguments, addr: u64) -> Outcome {
+    let Some(trap) = exceptions::take_trap() else {
+        return Err(Failure::new(format_args!("{what}: no abort")));
+    };
+    expect_eq(format_args!("{what}: exceptions taken"), trap.count, 1)?;
+    expect_eq(
+        format_args!("{what}: ESR_EL1.EC"),
+        trap.class(),
+        EC_DATA_ABORT_SAME_EL,
+    )?;
+    expect_eq(
+        format_args!("{what}: ESR_EL1.DFSC"),
+        trap.fault_status(),
+        DFSC_EXTERNAL_ABORT,
+    )?;
+    expect_eq(format_args!("{what}: FAR_EL1"), trap.far, addr)
+}
+
+/// Passes if no exception was taken since the last check of the trap log.
+pub fn expect_no_exception(what: fmt::Arguments) -> Outcome {
+    match exceptions::take_trap() {
+        None => Ok(()),
+        Some(t) => Err(Failure::new(format_args!(
+            "{what}: exception ESR {:#x} at ELR {:#x}",
+            t.esr, t.elr
+        ))),
+    }
+}
