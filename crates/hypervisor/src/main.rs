@@ -1,2 +1,46 @@
+//! Partita, the EL2 hypervisor binary.
+//!
+//! Boot order on CPU 0: the assembly entry (`arch::aarch64::entry`) clears the FP traps,
+//! zeroes .bss and sets the stack; `primary_main` then turns on Partita's own MMU, installs
+//! the exception vectors, starts the heap, reads the bundle the host tool appended to the
+//! image, starts the other CPUs the configuration uses and runs CPU 0's VMs. Every CPU runs
+//! the VMs assigned to it (`cpu::run`). This crate is the thin hardware shell over
+//! `partita-core`: policy and decoding live there.
 #![no_std]
 #![no_main]
+
+extern crate alloc;
+
+mod arch;
+mod console;
+mod cpu;
+mod devices;
+mod heap;
+mod hypercall;
+mod inject;
+mod memory;
+mod panic;
+mod system;
+mod trap;
+mod vcpu;
+mod vm;
+
+/// Rust entry of the boot CPU, called once by `entry.rs` with a stack and a zeroed .bss.
+#[no_mangle]
+extern "C" fn primary_main() -> ! {
+    arch::aarch64::mmu::build_and_enable();
+    arch::aarch64::vectors::install();
+    heap::init();
+    println!("Partita {} starting", env!("CARGO_PKG_VERSION"));
+    let system = system::init();
+    cpu::start_secondaries(system);
+    cpu::run(0)
+}
+
+/// Rust entry of a secondary CPU started with PSCI CPU_ON; `cpu` is its index.
+#[no_mangle]
+extern "C" fn secondary_main(cpu: usize) -> ! {
+    arch::aarch64::mmu::enable();
+    arch::aarch64::vectors::install();
+    cpu::run(cpu)
+}

@@ -1,0 +1,89 @@
+//! Per-VM stage-2 translation: guest-physical (IPA) to physical, built with `aarch64-paging`'s
+//! Stage2 regime, and the VTCR_EL2/VTTBR_EL2 values that select it.
+//!
+//! The IPA space is 40 bits (VTCR_EL2.T0SZ = 24) walked from level 0 (which needs a CPU
+//! with at least 44-bit physical addresses, as Cortex-A72 and QEMU's max have) with 4 KiB granules;
+//! `aarch64-paging` uses 2 MiB and 1 GiB blocks wherever both addresses are aligned. Only a
+//! VM's memory regions are mapped: device windows stay unmapped so every access traps. This
+//! module must never map Partita's own memory or another VM's memory; callers pass only the
+//! validated regions of one VM.
+
+use core::arch::asm;
+
+use aarch64_cpu::registers::{Writeable, VTCR_EL2, VTTBR_EL2};
+use aarch64_paging::descriptor::{PhysicalAddress, Stage2Attributes};
+use aarch64_paging::idmap::IdTranslation;
+use aarch64_paging::paging::{Constraints, MemoryRegion, Stage2};
+use aarch64_paging::{MapError, Mapping};
+
+use super::sysreg::read_sysreg;
+
+/// VTCR_EL2 without PS: T0SZ = 24 (40-bit IPA), SL0 = 2 (start at level 0), inner/outer
+/// write-back walks, inner shareable, 4 KiB granule, 8-bit VMID; bit 31 is RES1.
+const VTCR_BASE: u64 = 24 | (2 << 6) | (1 << 8) | (1 << 10) | (3 << 12) | (1 << 31);
+/// PARange/PS encodings: 44 bits is the least that allows a level-0 start with 4 KiB
+/// granules (ARM ARM D8.2.5); 48 bits is the most this map uses.
+const PS_44_BITS: u64 = 0b100;
+const PS_48_BITS: u64 = 0b101;
+
+/// VTCR_EL2 for this CPU: the output size is the CPU's physical address size.
+fn vtcr() -> u64 {
+    let parange = read_sysreg!("id_aa64mmfr0_el1") & 0xf;
+    if parange < PS_44_BITS {
+        panic!("stage 2 needs a 44-bit physical address size (PARange {parange:#x})");
+    }
+    VTCR_BASE | (parange.min(PS_48_BITS) << 16)
+}
+
+/// Normal memory, write-back cacheable, inner shareable, read-write-execute for the guest.
+const GUEST_RAM: Stage2Attributes = Stage2Attributes::VALID
+    .union(Stage2Attributes::MEMATTR_NORMAL_INNER_WB)
+    .union(Stage2Attributes::MEMATTR_NORMAL_OUTER_WB)
+    .union(Stage2Attributes::SH_INNER)
+    .union(Stage2Attributes::S2AP_ACCESS_RW)
+    .union(Stage2Attributes::ACCESS_FLAG);
+
+/// One VM's stage-2 tables and its VMID.
+pub struct Stage2Map {
+    mapping: Mapping<IdTranslation<Stage2Attributes>, Stage2>,
+    vmid: u8,
+}
+
+impl Stage2Map {
+    pub fn new(vmid: u8) -> Self {
+        Stage2Map {
+            mapping: Mapping::new(IdTranslation::new(), 0, Stage2),
+            vmid,
+        }
+    }
+
+    /// Maps `size` bytes of guest RAM at `ipa` to `phys`.
+    pub fn map_ram(&mut self, ipa: u64, phys: u64, size: u64) -> Result<(), MapError> {
+        let range = MemoryRegion::new(ipa as usize, (ipa + size) as usize);
+        self.mapping.map_range(
+            &range,
+            PhysicalAddress(phys as usize),
+            GUEST_RAM,
+            Constraints::empty(),
+        )
+    }
+
+    /// Selects this map for EL1/EL0 on this CPU and drops stale TLB entries of its VMID.
+    pub fn activate(&self) {
+        VTCR_EL2.set(vtcr());
+        let root = self.mapping.root_address().0 as u64;
+        VTTBR_EL2.set(root | (u64::from(self.vmid) << 48));
+        // SAFETY: TLB maintenance for the VMID just selected; it only discards cached
+        // translations of this VM, which the barriers order after the table writes.
+        unsafe {
+            asm!(
+                "isb",
+                "dsb ishst",
+                "tlbi vmalls12e1is",
+                "dsb ish",
+                "isb",
+                options(nostack)
+            );
+        }
+    }
+}

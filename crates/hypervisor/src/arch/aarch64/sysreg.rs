@@ -1,0 +1,113 @@
+//! The EL1 system-register context of a vCPU and raw access to registers the `aarch64-cpu`
+//! crate does not name.
+//!
+//! `El1Context::save`/`restore` move a vCPU's EL1 state between memory and the CPU when the
+//! vCPU leaves or takes a physical CPU; while it runs, the live registers are the truth (abort
+//! injection edits them in place). This module must never decide when to switch.
+
+/// Reads a system register by name.
+macro_rules! read_sysreg {
+    ($reg:literal) => {{
+        let value: u64;
+        // SAFETY: reading a system register has no side effect on memory.
+        unsafe {
+            core::arch::asm!(concat!("mrs {}, ", $reg), out(reg) value, options(nomem, nostack));
+        }
+        value
+    }};
+}
+
+/// Writes a system register by name. Only EL1/EL0 context registers and EL2 configuration
+/// registers are written through this; each caller states why the value is safe.
+macro_rules! write_sysreg {
+    ($reg:literal, $value:expr) => {{
+        let value: u64 = $value;
+        // SAFETY: the registers written through this macro are guest EL1/EL0 context or EL2
+        // trap configuration; none of them changes Partita's own translation or stack.
+        unsafe {
+            core::arch::asm!(concat!("msr ", $reg, ", {}"), in(reg) value, options(nostack));
+        }
+    }};
+}
+
+pub(crate) use {read_sysreg, write_sysreg};
+
+macro_rules! el1_context {
+    ($($field:ident = $reg:literal),* $(,)?) => {
+        /// EL1 and EL0 system registers of one vCPU.
+        #[derive(Clone, Default)]
+        pub struct El1Context {
+            $(pub $field: u64,)*
+        }
+
+        impl El1Context {
+            /// Copies the live registers into `self`.
+            pub fn save(&mut self) {
+                $(self.$field = read_sysreg!($reg);)*
+            }
+
+            /// Loads `self` into the CPU; call with the vCPU's stage 2 already selected.
+            pub fn restore(&self) {
+                $(write_sysreg!($reg, self.$field);)*
+                aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
+            }
+        }
+    };
+}
+
+el1_context!(
+    sctlr = "sctlr_el1",
+    ttbr0 = "ttbr0_el1",
+    ttbr1 = "ttbr1_el1",
+    tcr = "tcr_el1",
+    mair = "mair_el1",
+    amair = "amair_el1",
+    vbar = "vbar_el1",
+    contextidr = "contextidr_el1",
+    cpacr = "cpacr_el1",
+    csselr = "csselr_el1",
+    cntkctl = "cntkctl_el1",
+    cntv_ctl = "cntv_ctl_el0",
+    cntv_cval = "cntv_cval_el0",
+    cntp_ctl = "cntp_ctl_el0",
+    cntp_cval = "cntp_cval_el0",
+    tpidr_el0 = "tpidr_el0",
+    tpidrro_el0 = "tpidrro_el0",
+    tpidr_el1 = "tpidr_el1",
+    sp_el0 = "sp_el0",
+    sp_el1 = "sp_el1",
+    elr_el1 = "elr_el1",
+    spsr_el1 = "spsr_el1",
+    esr_el1 = "esr_el1",
+    far_el1 = "far_el1",
+    afsr0 = "afsr0_el1",
+    afsr1 = "afsr1_el1",
+    par = "par_el1",
+    mdscr = "mdscr_el1",
+);
+
+/// SCTLR_EL1 after reset: MMU and caches off, RES1 bits set (ARM ARM D23.2.118).
+const SCTLR_EL1_RESET: u64 = 0x30d0_0800;
+
+impl El1Context {
+    /// The context of a vCPU that has just been powered on.
+    pub fn reset() -> Self {
+        El1Context {
+            sctlr: SCTLR_EL1_RESET,
+            ..El1Context::default()
+        }
+    }
+}
+
+/// Translates a guest EL1 virtual address with the guest's live stage-1 tables (AT S1E1R):
+/// the intermediate physical address, or `None` if the guest has not mapped it. The guest's
+/// PAR_EL1 is preserved.
+pub fn translate_el1_read(va: u64) -> Option<u64> {
+    let saved = read_sysreg!("par_el1");
+    // SAFETY: address translation only writes PAR_EL1, restored below; the guest's EL1
+    // context is loaded, so the walk uses its tables under its own stage 2.
+    unsafe { core::arch::asm!("at s1e1r, {}", "isb", in(reg) va, options(nostack)) };
+    let par = read_sysreg!("par_el1");
+    write_sysreg!("par_el1", saved);
+    (par & 1 == 0).then_some((par & 0x000f_ffff_ffff_f000) | (va & 0xfff))
+}

@@ -1,0 +1,95 @@
+//! Glue between a VM's guest-physical device windows and the device models of
+//! `partita_core::devices`: which model answers an address, and where a UART's output goes.
+//!
+//! The models stay pure; this module only routes decoded accesses to them and drains what
+//! they produce. It must never read guest memory or registers.
+
+use alloc::vec::Vec;
+
+use partita_core::board::Region;
+use partita_core::config::DeviceConfig;
+use partita_core::devices::pl011::Pl011;
+use partita_core::devices::testdev::TestDevice;
+use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
+
+use crate::console::VmConsole;
+
+/// One emulated device of a VM.
+pub enum Model {
+    Uart(Pl011),
+    Test(TestDevice),
+}
+
+impl Model {
+    fn device(&mut self) -> &mut dyn MmioDevice {
+        match self {
+            Model::Uart(uart) => uart,
+            Model::Test(test) => test,
+        }
+    }
+}
+
+/// A device model at its guest-physical window.
+pub struct Device {
+    window: Region,
+    model: Model,
+}
+
+/// All emulated devices of one VM.
+pub struct Devices {
+    devices: Vec<Device>,
+}
+
+impl Devices {
+    /// Fresh models for the configured devices of a VM started for the `boots`-th time.
+    pub fn new(config: &[DeviceConfig], boots: u64) -> Self {
+        let devices = config
+            .iter()
+            .map(|d| Device {
+                window: d.window(),
+                model: match d {
+                    DeviceConfig::Pl011 { .. } => Model::Uart(Pl011::new()),
+                    DeviceConfig::TestDev { .. } => Model::Test(TestDevice::new(boots)),
+                },
+            })
+            .collect();
+        Devices { devices }
+    }
+
+    fn at(&mut self, ipa: u64) -> Option<(&mut Model, u64)> {
+        self.devices
+            .iter_mut()
+            .find(|d| d.window.contains(&Region::new(ipa, 1)))
+            .map(|d| (&mut d.model, ipa - d.window.base))
+    }
+
+    /// Whether a device window contains `ipa`.
+    pub fn claims(&self, ipa: u64) -> bool {
+        self.devices
+            .iter()
+            .any(|d| d.window.contains(&Region::new(ipa, 1)))
+    }
+
+    /// A guest load of `size` at `ipa`.
+    pub fn read(&mut self, ipa: u64, size: AccessSize) -> Result<u64, AccessFault> {
+        let (model, offset) = self.at(ipa).ok_or(AccessFault)?;
+        model.device().read(offset, size)
+    }
+
+    /// A guest store of `size` at `ipa`.
+    pub fn write(&mut self, ipa: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
+        let (model, offset) = self.at(ipa).ok_or(AccessFault)?;
+        model.device().write(offset, size, value)
+    }
+
+    /// Moves everything the VM's UARTs transmitted to its console.
+    pub fn drain_uarts(&mut self, console: &mut VmConsole) {
+        for d in &mut self.devices {
+            if let Model::Uart(uart) = &mut d.model {
+                while let Some(byte) = uart.take_tx() {
+                    console.push(byte);
+                }
+            }
+        }
+    }
+}

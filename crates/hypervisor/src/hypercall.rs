@@ -1,0 +1,43 @@
+//! Guest hypercalls (HVC #0 or SMC #0): PSCI acting on the calling VM only, SMCCC_VERSION and
+//! Partita's vendor-hypervisor calls, as decoded by `partita_core::hypercall`.
+//!
+//! Results go to x0 (x1 for PARTITA_VERSION's version); other registers are left as the guest
+//! gave them. A call never reaches the physical firmware and never affects another VM.
+
+use partita_core::hypercall::{
+    decode, is_implemented, partita_version, ret, Hypercall, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
+};
+
+use crate::system::Stop;
+use crate::trap::Outcome;
+use crate::vcpu::Vcpu;
+use crate::vm::Vm;
+
+/// Handles the call in the vCPU's x0..x3; `imm` is the HVC/SMC immediate (SMCCC uses 0).
+pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
+    let x = &vm.vcpu.regs.x;
+    if imm != 0 {
+        vm.vcpu.regs.x[0] = ret::NOT_SUPPORTED;
+        return Outcome::Resume;
+    }
+    let result = match decode([x[0], x[1], x[2], x[3]]) {
+        Hypercall::PsciVersion => PSCI_VERSION_1_1,
+        Hypercall::PsciFeatures { function } if is_implemented(function) => ret::SUCCESS,
+        Hypercall::PsciFeatures { .. } => ret::NOT_SUPPORTED,
+        Hypercall::CpuOn { target, .. } if Vcpu::is_self(target) => ret::ALREADY_ON,
+        Hypercall::CpuOn { .. } => ret::INVALID_PARAMETERS,
+        Hypercall::AffinityInfo { target, .. } if Vcpu::is_self(target) => ret::AFFINITY_ON,
+        Hypercall::AffinityInfo { .. } => ret::INVALID_PARAMETERS,
+        // The only vCPU turning itself off powers the VM off.
+        Hypercall::CpuOff | Hypercall::SystemOff => return Outcome::Stop(Stop::Clean),
+        Hypercall::SystemReset => return Outcome::Reset,
+        Hypercall::SmcccVersion => SMCCC_VERSION_1_1,
+        Hypercall::PartitaVersion => {
+            vm.vcpu.regs.x[1] = partita_version();
+            ret::SUCCESS
+        }
+        Hypercall::Unsupported { .. } => ret::NOT_SUPPORTED,
+    };
+    vm.vcpu.regs.x[0] = result;
+    Outcome::Resume
+}

@@ -1,0 +1,107 @@
+//! Trap dispatch: every exit of a guest lands here, is decoded by `partita_core::trap` and is
+//! handled by exactly one path that ends in a defined guest-visible result: emulate and
+//! resume, inject an exception, or stop the VM.
+//!
+//! Guest input is hostile: nothing here panics on what a guest can provoke. This module must
+//! never touch another VM or Partita's own memory on a guest's behalf.
+
+use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
+use partita_core::trap::{decode, fault_ipa, DataAbort, MmioAccess, TrapCause};
+
+use crate::arch::aarch64::vectors::Exit;
+use crate::hypercall;
+use crate::inject::{self, Injected};
+use crate::system::Stop;
+use crate::vm::Vm;
+
+/// What the VM does after a trap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Resume,
+    /// PSCI SYSTEM_RESET: rebuild and restart the VM.
+    Reset,
+    Stop(Stop),
+}
+
+/// Handles one exit of `vm`'s vCPU.
+pub fn handle(vm: &mut Vm, exit: Exit) -> Outcome {
+    match exit {
+        Exit::Synchronous => synchronous(vm),
+        // No interrupt source is enabled yet: a stray physical interrupt needs nothing.
+        Exit::Irq | Exit::Fiq => Outcome::Resume,
+        Exit::SError => vm.fault(format_args!("SError")),
+    }
+}
+
+fn synchronous(vm: &mut Vm) -> Outcome {
+    let esr = ESR_EL2.get();
+    let syndrome = decode(esr);
+    let len = syndrome.instruction_len;
+    match syndrome.cause {
+        // No interrupts can wake the vCPU yet, so waiting returns at once.
+        TrapCause::WaitForInterrupt { .. } => skip(vm, len),
+        TrapCause::Hvc { imm } => hypercall::handle(vm, imm),
+        TrapCause::Smc { imm } => {
+            skip(vm, len);
+            hypercall::handle(vm, imm)
+        }
+        TrapCause::DataAbort(abort) => data_abort(vm, abort, len),
+        TrapCause::InstructionAbort(_) => {
+            let injected = inject::prefetch_abort(vm, FAR_EL2.get());
+            reflect(vm, injected)
+        }
+        TrapCause::SystemRegister { .. } | TrapCause::Other { .. } => {
+            let injected = inject::undefined(vm);
+            reflect(vm, injected)
+        }
+    }
+}
+
+/// Steps over the trapped instruction.
+fn skip(vm: &mut Vm, len: u64) -> Outcome {
+    vm.vcpu.regs.elr = vm.vcpu.regs.elr.wrapping_add(len);
+    Outcome::Resume
+}
+
+fn reflect(vm: &mut Vm, injected: Injected) -> Outcome {
+    match injected {
+        Injected::Delivered => Outcome::Resume,
+        Injected::NoVector { what, vector } => vm.fault(format_args!(
+            "{what} at pc {:#x}, but its vector {vector:#x} is not in the VM's memory",
+            vm.vcpu.regs.elr
+        )),
+    }
+}
+
+fn data_abort(vm: &mut Vm, abort: DataAbort, len: u64) -> Outcome {
+    let far = FAR_EL2.get();
+    let ipa = fault_ipa(HPFAR_EL2.get(), far);
+    let emulated = match abort.access {
+        Some(access) if !abort.stage1_walk && !abort.far_invalid && vm.devices.claims(ipa) => {
+            emulate(vm, ipa, access, abort.write)
+        }
+        _ => false,
+    };
+    if emulated {
+        skip(vm, len)
+    } else {
+        let injected = inject::data_abort(vm, far, abort.write);
+        reflect(vm, injected)
+    }
+}
+
+/// Performs the access on the device model; false when the model refuses it.
+fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
+    if write {
+        let value = vm.vcpu.reg(access.register) & access.size.mask();
+        vm.devices.write(ipa, access.size, value).is_ok()
+    } else {
+        match vm.devices.read(ipa, access.size) {
+            Ok(raw) => {
+                vm.vcpu.set_reg(access.register, access.load_value(raw));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}

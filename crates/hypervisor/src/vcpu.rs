@@ -1,0 +1,102 @@
+//! A virtual CPU: general registers, ELR/SPSR, FP/SIMD state (in `GuestRegs`, moved by the
+//! world switch) and the EL1 system registers (in `El1Context`, moved when the vCPU takes or
+//! leaves a physical CPU), plus the EL2 controls that confine it.
+//!
+//! This module sets up and switches vCPU state; it must never decide what a trap means.
+
+use partita_core::hypercall::affinity;
+use partita_core::trap::Register;
+
+use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg, El1Context};
+use crate::arch::aarch64::vectors::{enter_guest, Exit, GuestRegs};
+
+/// SPSR for the first entry: EL1h with D, A, I and F masked.
+const SPSR_EL1H_MASKED: u64 = 0x3c5;
+
+/// HCR_EL2 for guests: VM (stage 2), SWIO, FMO/IMO/AMO (physical interrupts and SErrors to
+/// EL2), TWI/TWE (trap WFI/WFE), TSC (trap SMC), RW (EL1 is AArch64).
+const HCR_GUEST: u64 =
+    1 | (1 << 1) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 13) | (1 << 14) | (1 << 19) | (1 << 31);
+/// HCR_EL2.APK and API: the guest's pointer-authentication keys and instructions do not trap.
+const HCR_PAUTH: u64 = (1 << 40) | (1 << 41);
+
+/// CNTHCTL_EL2 (E2H = 0): EL1PCTEN and EL1PCEN, guests may use the physical counter/timer.
+const CNTHCTL_EL1_PHYSICAL: u64 = 0b11;
+
+/// The MPIDR every (uniprocessor) guest sees: affinity 0, bit 31 RES1.
+pub const GUEST_MPIDR: u64 = 1 << 31;
+
+pub struct Vcpu {
+    pub regs: GuestRegs,
+    pub el1: El1Context,
+}
+
+impl Vcpu {
+    /// A vCPU about to run from `entry` at EL1h, MMU off, x0 = `dtb`, x1..x3 = 0.
+    pub fn new(entry: u64, dtb: u64) -> Self {
+        let mut regs = GuestRegs::default();
+        regs.elr = entry;
+        regs.spsr = SPSR_EL1H_MASKED;
+        regs.x[0] = dtb;
+        Vcpu {
+            regs,
+            el1: El1Context::reset(),
+        }
+    }
+
+    /// Loads this vCPU's EL1 state and EL2 controls onto the current CPU.
+    pub fn load(&self) {
+        write_sysreg!("hcr_el2", hcr());
+        write_sysreg!("vmpidr_el2", GUEST_MPIDR);
+        write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
+        write_sysreg!("cnthctl_el2", CNTHCTL_EL1_PHYSICAL);
+        write_sysreg!("cntvoff_el2", 0);
+        self.el1.restore();
+    }
+
+    /// Saves the EL1 state when the vCPU leaves the CPU.
+    pub fn unload(&mut self) {
+        self.el1.save();
+    }
+
+    /// Runs the guest until its next exit.
+    pub fn run(&mut self) -> Exit {
+        enter_guest(&mut self.regs)
+    }
+
+    /// Whether `mpidr` names this vCPU.
+    pub fn is_self(mpidr: u64) -> bool {
+        affinity(mpidr) == affinity(GUEST_MPIDR)
+    }
+}
+
+/// HCR_EL2 for guests on this CPU: pointer authentication is passed through when present.
+fn hcr() -> u64 {
+    let isar1 = read_sysreg!("id_aa64isar1_el1");
+    // APA [7:4], API [11:8], GPA [27:24], GPI [31:28] (ARM ARM D23.2.75).
+    let pauth = isar1 & 0xff00_0ff0 != 0;
+    if pauth {
+        HCR_GUEST | HCR_PAUTH
+    } else {
+        HCR_GUEST
+    }
+}
+
+impl Vcpu {
+    /// The value of a register named by an instruction (XZR reads as zero).
+    pub fn reg(&self, r: Register) -> u64 {
+        match r {
+            Register::X(n) => self.regs.x.get(usize::from(n)).copied().unwrap_or(0),
+            Register::Zero => 0,
+        }
+    }
+
+    /// Writes a register named by an instruction (writes to XZR are discarded).
+    pub fn set_reg(&mut self, r: Register, value: u64) {
+        if let Register::X(n) = r {
+            if let Some(x) = self.regs.x.get_mut(usize::from(n)) {
+                *x = value;
+            }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! A virtual machine: its memory regions, stage-2 map, emulated devices, console and single
+//! vCPU, and its lifecycle: build from the configuration and bundled image, run, stop (clean
+//! or fault) and restart after SYSTEM_RESET with clean memory and fresh devices.
+//!
+//! A `Vm` is owned by the physical CPU that runs it. It must never touch memory outside its
+//! own regions; everything it maps comes from the validated configuration.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use partita_core::config::{VmConfig, DTB_SIZE};
+use partita_core::fdt::guest_fdt;
+
+use crate::arch::aarch64::stage2::Stage2Map;
+use crate::arch::aarch64::sysreg::read_sysreg;
+use crate::console::VmConsole;
+use crate::devices::Devices;
+use crate::memory::GuestMemory;
+use crate::println;
+use crate::system::{Stop, System};
+use crate::trap::{self, Outcome};
+use crate::vcpu::Vcpu;
+
+pub struct Vm {
+    pub name: String,
+    config: &'static VmConfig,
+    image: &'static [u8],
+    pub memory: Vec<GuestMemory>,
+    stage2: Stage2Map,
+    pub devices: Devices,
+    pub console: VmConsole,
+    boots: u64,
+    pub vcpu: Vcpu,
+}
+
+impl Vm {
+    /// Builds VM `index` of the bundled configuration and loads it for its first boot.
+    pub fn build(system: &'static System, index: usize) -> Vm {
+        let config = &system.bundle.config.vms[index];
+        let Some(image) = system.bundle.image(index) else {
+            panic!("the bundle has no image for vm {}", config.name);
+        };
+        let memory: Vec<GuestMemory> = config
+            .memory
+            .iter()
+            .map(|m| match GuestMemory::from_config(m) {
+                Some(m) => m,
+                None => panic!("vm {}: memory without a physical region", config.name),
+            })
+            .collect();
+        let vmid = u8::try_from(index + 1).unwrap_or_else(|_| panic!("too many VMs for VMIDs"));
+        let mut stage2 = Stage2Map::new(vmid);
+        for m in &memory {
+            if let Err(e) = stage2.map_ram(m.guest.base, m.phys, m.guest.size) {
+                panic!("vm {}: stage-2 map failed: {e:?}", config.name);
+            }
+        }
+        let mut vm = Vm {
+            name: config.name.clone(),
+            config,
+            image,
+            memory,
+            stage2,
+            devices: Devices::new(&config.devices, 1),
+            console: VmConsole::new(&config.name),
+            boots: 1,
+            vcpu: Vcpu::new(0, 0),
+        };
+        vm.load();
+        vm
+    }
+
+    /// Guest-physical address of the device tree: the last 64 KiB of the first region.
+    fn dtb_address(&self) -> u64 {
+        let first = &self.config.memory[0];
+        first.base + first.size - DTB_SIZE
+    }
+
+    /// Clears memory, copies the image and device tree in, and resets devices and the vCPU.
+    fn load(&mut self) {
+        let load = self.config.load_address().unwrap_or(0);
+        let fdt = match guest_fdt(self.config, self.config_board(), &rng_seed()) {
+            Ok(fdt) if fdt.len() as u64 <= DTB_SIZE => fdt,
+            Ok(fdt) => panic!("vm {}: device tree of {} bytes", self.name, fdt.len()),
+            Err(e) => panic!("vm {}: device tree: {e}", self.name),
+        };
+        let dtb = self.dtb_address();
+        for m in &mut self.memory {
+            m.clear();
+        }
+        if !self.copy_in(load, self.image) || !self.copy_in(dtb, &fdt) {
+            panic!("vm {}: image or device tree outside its memory", self.name);
+        }
+        for m in &self.memory {
+            m.clean_to_poc();
+        }
+        self.devices = Devices::new(&self.config.devices, self.boots);
+        self.vcpu = Vcpu::new(load, dtb);
+    }
+
+    fn config_board(&self) -> &'static partita_core::board::Board {
+        crate::system::get().bundle.config.board.platform.board()
+    }
+
+    fn copy_in(&mut self, ipa: u64, bytes: &[u8]) -> bool {
+        self.memory
+            .iter_mut()
+            .any(|m| m.contains(ipa, bytes.len() as u64) && m.copy_in(ipa, bytes))
+    }
+
+    /// Whether `len` bytes at guest-physical `ipa` are inside the VM's RAM.
+    pub fn is_ram(&self, ipa: u64, len: u64) -> bool {
+        self.memory.iter().any(|m| m.contains(ipa, len))
+    }
+
+    /// Runs the VM on this CPU until it stops for good.
+    pub fn run(&mut self) -> Stop {
+        println!("vm {}: starting (boot {})", self.name, self.boots);
+        loop {
+            self.stage2.activate();
+            self.vcpu.load();
+            let outcome = self.run_until_event();
+            self.vcpu.unload();
+            self.console.flush_partial();
+            match outcome {
+                Outcome::Reset => self.restart(),
+                Outcome::Stop(Stop::Clean) => {
+                    println!("vm {}: powered off", self.name);
+                    return Stop::Clean;
+                }
+                Outcome::Stop(Stop::Fault) => return Stop::Fault,
+                Outcome::Resume => {}
+            }
+        }
+    }
+
+    fn run_until_event(&mut self) -> Outcome {
+        loop {
+            let exit = self.vcpu.run();
+            let outcome = trap::handle(self, exit);
+            self.devices.drain_uarts(&mut self.console);
+            if outcome != Outcome::Resume {
+                return outcome;
+            }
+        }
+    }
+
+    /// SYSTEM_RESET: the same VM from scratch, with the boot count one higher.
+    fn restart(&mut self) {
+        self.boots += 1;
+        println!("vm {}: reset (boot {})", self.name, self.boots);
+        self.load();
+    }
+
+    /// Stops the VM because of a guest fault Partita cannot reflect back into it.
+    pub fn fault(&self, reason: core::fmt::Arguments) -> Outcome {
+        println!("vm {}: fault: {reason}; stopped", self.name);
+        Outcome::Stop(Stop::Fault)
+    }
+}
+
+/// Seed for the guest's `/chosen/rng-seed`: the physical counter, spread over 32 bytes. Not
+/// cryptographic; it only keeps guests from starting with identical entropy pools.
+fn rng_seed() -> [u8; 32] {
+    let mut x = read_sysreg!("cntpct_el0") | 1;
+    let mut seed = [0u8; 32];
+    for chunk in seed.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes());
+    }
+    seed
+}
