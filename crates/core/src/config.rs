@@ -269,7 +269,7 @@ fn validate_name(name: &str) -> Result<(), String> {
 
 fn validate_region(board: &Board, i: usize, j: usize, m: &MemoryRegion) -> Result<(), ConfigError> {
     let key = |k: &str| format!("vm[{i}].memory[{j}].{k}");
-    if m.size == 0 || m.size % PAGE_SIZE != 0 {
+    if m.size == 0 || !m.size.is_multiple_of(PAGE_SIZE) {
         return Err(ConfigError::new(
             key("size"),
             format!(
@@ -278,7 +278,7 @@ fn validate_region(board: &Board, i: usize, j: usize, m: &MemoryRegion) -> Resul
             ),
         ));
     }
-    if m.base % PAGE_SIZE != 0 {
+    if !m.base.is_multiple_of(PAGE_SIZE) {
         return Err(ConfigError::new(
             key("base"),
             format!("{:#x} is not aligned to 4 KiB", m.base),
@@ -522,7 +522,7 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
 fn block_alignment(base: u64, size: u64) -> u64 {
     [1 << 30, 1 << 21]
         .into_iter()
-        .find(|&b| base % b == 0 && size >= b)
+        .find(|&b| base.is_multiple_of(b) && size >= b)
         .unwrap_or(PAGE_SIZE)
 }
 

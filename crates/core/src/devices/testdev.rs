@@ -47,7 +47,7 @@ fn extract(reg: u64, shift: u64, size: AccessSize) -> u64 {
 
 impl MmioDevice for TestDevice {
     fn read(&mut self, offset: u64, size: AccessSize) -> Result<u64, AccessFault> {
-        if offset % size.bytes() != 0 {
+        if !offset.is_multiple_of(size.bytes()) {
             return Err(AccessFault);
         }
         let (reg, shift) = (offset & !7, offset & 7);
@@ -62,7 +62,7 @@ impl MmioDevice for TestDevice {
     }
 
     fn write(&mut self, offset: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
-        if offset % size.bytes() != 0 {
+        if !offset.is_multiple_of(size.bytes()) {
             return Err(AccessFault);
         }
         let (reg, shift) = (offset & !7, offset & 7);
