@@ -23,7 +23,7 @@ fn size(bytes: u64) -> String {
 }
 
 /// The layout of every VM, one line per region, image and device.
-pub fn describe(system: &System, bundle_len: usize) -> String {
+pub fn describe(system: &System) -> String {
     let cfg = &system.config;
     let board = cfg.board.platform.board();
     let mut out = String::new();
@@ -39,7 +39,6 @@ pub fn describe(system: &System, bundle_len: usize) -> String {
     for (i, vm) in cfg.vms.iter().enumerate() {
         describe_vm(&mut out, i, vm);
     }
-    let _ = writeln!(out, "bundle: {bundle_len} bytes (configuration and images)");
     out
 }
 

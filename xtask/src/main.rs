@@ -126,7 +126,8 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             timeout,
         } => return run(&config.file(), cpu.cpu, icount, timeout),
         Task::Debug { config, cpu } => return debug(&config.file(), cpu.cpu),
-        Task::Test => suite::run_all()?,
+        Task::Test if !suite::run_all() => return Ok(ExitCode::FAILURE),
+        Task::Test => {}
         Task::Clean => clean()?,
         Task::CheckConfig { file } => check_config(&file)?,
     }
@@ -179,7 +180,7 @@ fn debug(config: &Path, cpu: Cpu) -> Result<ExitCode> {
         gdb: true,
     };
     let mut gdb = Command::new("gdb-multiarch");
-    gdb.arg(paths::shown(&build::hypervisor_elf()))
+    gdb.arg(build::hypervisor_elf())
         .args(["-ex", &format!("target remote :{GDB_PORT}")]);
     step(format!(
         "QEMU waits for gdb on port {GDB_PORT}; in another terminal run:\n    {}",
@@ -208,11 +209,30 @@ fn clean() -> Result<()> {
     }
 }
 
+/// Validates `file`, checks that its boot image fits (with the hypervisor when it is built)
+/// and prints the layout.
 fn check_config(file: &Path) -> Result<()> {
     let system = config::load(file)?;
-    let images: Vec<&[u8]> = system.images.iter().map(Vec::as_slice).collect();
-    let bundle_len = bundle::encode(&system.config, &images).len();
+    let size = match fs::read(build::hypervisor_elf()) {
+        Ok(elf) => {
+            let image = image::assemble(&system, &elf)?;
+            format!(
+                "boot image: {} bytes (hypervisor {}, bundle {})",
+                image.bytes.len(),
+                image.hypervisor_len,
+                image.bundle_len
+            )
+        }
+        Err(_) => {
+            let images: Vec<&[u8]> = system.images.iter().map(Vec::as_slice).collect();
+            let bundle_len = bundle::encode(&system.config, &images).len();
+            let board = system.config.board.platform.board();
+            image::check_fits(board, 0, bundle_len).map_err(|e| system.error(e))?;
+            format!("bundle: {bundle_len} bytes (the hypervisor is not built: boot image size not checked)")
+        }
+    };
     println!("{}: valid", file.display());
-    print!("{}", layout::describe(&system, bundle_len));
+    print!("{}", layout::describe(&system));
+    println!("{size}");
     Ok(())
 }

@@ -90,8 +90,8 @@ impl Tally {
     }
 }
 
-/// Runs everything; fails when any check failed.
-pub fn run_all() -> Result<()> {
+/// Runs everything and prints the tally last; returns whether every check passed.
+pub fn run_all() -> bool {
     let mut tally = Tally::default();
     for check in &CARGO_CHECKS {
         step(check.name);
@@ -120,10 +120,7 @@ pub fn run_all() -> Result<()> {
         tally.record(scenario.name, &problems, start.elapsed());
     }
     println!("{} passed, {} failed", tally.passed, tally.failed);
-    if tally.failed > 0 {
-        anyhow::bail!("{} check(s) failed", tally.failed);
-    }
-    Ok(())
+    tally.failed == 0
 }
 
 /// Boots one scenario and returns what went wrong (empty when it passed).

@@ -113,3 +113,17 @@ fn every_shipped_configuration_validates() {
     }
     fs::remove_dir_all(&scratch).unwrap();
 }
+
+#[test]
+fn a_missing_file_is_one_line_too() {
+    let file = manifest_dir().join("tests/configs/no-such-file.toml");
+    let out = check_config(&file);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "{}: cannot read: No such file or directory (os error 2)\n",
+            file.display()
+        )
+    );
+}

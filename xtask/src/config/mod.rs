@@ -24,7 +24,8 @@ pub struct System {
     pub images: Vec<Vec<u8>>,
 }
 
-/// A mistake in a configuration file, printed as one line.
+/// A mistake in a configuration file, printed as one line: `<file>: <key>: <problem>`, or
+/// `<file>: <problem>` when the file itself cannot be read.
 #[derive(Debug)]
 pub struct LoadError {
     pub file: PathBuf,
@@ -33,7 +34,11 @@ pub struct LoadError {
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.file.display(), self.error)
+        if self.error.key.is_empty() {
+            write!(f, "{}: {}", self.file.display(), self.error.message)
+        } else {
+            write!(f, "{}: {}", self.file.display(), self.error)
+        }
     }
 }
 
@@ -56,7 +61,7 @@ pub fn load(file: &Path) -> Result<System, LoadError> {
         error,
     };
     let text = fs::read_to_string(file)
-        .map_err(|e| at(ConfigError::new("file", format!("cannot read: {e}"))))?;
+        .map_err(|e| at(ConfigError::new("", format!("cannot read: {e}"))))?;
     let mut config = parse(&text).map_err(at)?;
     let dir = file.parent().unwrap_or(Path::new("."));
     let images = read_images(&mut config, dir).map_err(at)?;
