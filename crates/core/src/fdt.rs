@@ -129,6 +129,8 @@ fn gic_node(fdt: &mut FdtWriter, board: &Board) -> Result<()> {
     let gic = fdt.begin_node(&format!("intc@{:x}", board.gicd.base))?;
     fdt.property_string("compatible", "arm,gic-v3")?;
     fdt.property_u32("#interrupt-cells", 3)?;
+    // No child nodes (no ITS); dtc wants the cell count of every interrupt provider.
+    fdt.property_u32("#address-cells", 0)?;
     fdt.property_null("interrupt-controller")?;
     fdt.property_array_u64(
         "reg",
@@ -342,6 +344,7 @@ mod tests {
         let gic = "/intc@8000000";
         assert_eq!(strings_of(&fdt, gic, "compatible"), ["arm,gic-v3"]);
         assert_eq!(cells(&fdt, gic, "#interrupt-cells"), [3]);
+        assert_eq!(cells(&fdt, gic, "#address-cells"), [0]);
         assert!(fdt
             .find_node(gic)
             .unwrap()
