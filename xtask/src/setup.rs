@@ -130,6 +130,11 @@ pub fn setup() -> Result<()> {
         step("setup: everything is installed");
         return Ok(());
     }
+    let mut wanted = missing.packages.clone();
+    if missing.rust_target {
+        wanted.push(format!("Rust target {TARGET}"));
+    }
+    step(format!("setup: missing {}", wanted.join(", ")));
     let plan = plan(&missing, is_root()?);
     for invocation in &plan.run {
         step(format!("setup: running {invocation}"));
