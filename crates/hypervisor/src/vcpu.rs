@@ -72,9 +72,10 @@ impl Vcpu {
 
 /// HCR_EL2 for guests on this CPU: pointer authentication is passed through when present.
 fn hcr() -> u64 {
-    let isar1 = read_sysreg!("id_aa64isar1_el1");
-    // APA [7:4], API [11:8], GPA [27:24], GPI [31:28] (ARM ARM D23.2.75).
-    let pauth = isar1 & 0xff00_0ff0 != 0;
+    // ID_AA64ISAR1_EL1 APA [7:4], API [11:8], GPA [27:24], GPI [31:28]; ID_AA64ISAR2_EL1
+    // GPA3 [11:8], APA3 [15:12] (ARM ARM D23.2.75, D23.2.76).
+    let pauth = read_sysreg!("id_aa64isar1_el1") & 0xff00_0ff0 != 0
+        || read_sysreg!("id_aa64isar2_el1") & 0xff00 != 0;
     if pauth {
         HCR_GUEST | HCR_PAUTH
     } else {

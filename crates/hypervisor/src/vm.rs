@@ -8,6 +8,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use partita_core::board::Board;
 use partita_core::config::{VmConfig, DTB_SIZE};
 use partita_core::fdt::guest_fdt;
 
@@ -24,6 +25,7 @@ use crate::vcpu::Vcpu;
 pub struct Vm {
     pub name: String,
     config: &'static VmConfig,
+    board: &'static Board,
     image: &'static [u8],
     pub memory: Vec<GuestMemory>,
     stage2: Stage2Map,
@@ -58,6 +60,7 @@ impl Vm {
         let mut vm = Vm {
             name: config.name.clone(),
             config,
+            board: system.bundle.config.board.platform.board(),
             image,
             memory,
             stage2,
@@ -79,7 +82,7 @@ impl Vm {
     /// Clears memory, copies the image and device tree in, and resets devices and the vCPU.
     fn load(&mut self) {
         let load = self.config.load_address().unwrap_or(0);
-        let fdt = match guest_fdt(self.config, self.config_board(), &rng_seed()) {
+        let fdt = match guest_fdt(self.config, self.board, &rng_seed()) {
             Ok(fdt) if fdt.len() as u64 <= DTB_SIZE => fdt,
             Ok(fdt) => panic!("vm {}: device tree of {} bytes", self.name, fdt.len()),
             Err(e) => panic!("vm {}: device tree: {e}", self.name),
@@ -96,10 +99,6 @@ impl Vm {
         }
         self.devices = Devices::new(&self.config.devices, self.boots);
         self.vcpu = Vcpu::new(load, dtb);
-    }
-
-    fn config_board(&self) -> &'static partita_core::board::Board {
-        crate::system::get().bundle.config.board.platform.board()
     }
 
     fn copy_in(&mut self, ipa: u64, bytes: &[u8]) -> bool {
