@@ -70,7 +70,8 @@ pub fn take_trap() -> Option<Trap> {
 /// Any vector but "synchronous, current EL, SP_ELx": reports and stops the probe.
 extern "C" fn unexpected_exception(vector: u64, esr: u64, elr: u64, far: u64) -> ! {
     crate::println!(
-        "probe: unexpected exception at vector offset {vector:#x}: ESR {esr:#x}, ELR {elr:#x}, FAR {far:#x}"
+        "probe: unexpected exception at vector offset {vector:#x}: \
+         ESR {esr:#x}, ELR {elr:#x}, FAR {far:#x}"
     );
     crate::crash()
 }

@@ -9,6 +9,33 @@
 use core::arch::asm;
 use core::fmt;
 
+/// One load of the form `$insn, [base]`; evaluates to the whole destination register, which
+/// is still `UNTOUCHED` if the load aborted.
+macro_rules! load {
+    ($insn:literal, $addr:expr) => {{
+        let mut value = UNTOUCHED;
+        asm!(
+            concat!($insn, ", [{a}]"),
+            a = in(reg) $addr,
+            v = inout(reg) value,
+            options(nostack)
+        );
+        value
+    }};
+}
+
+/// One store of the form `$insn, [base]`.
+macro_rules! store {
+    ($insn:literal, $addr:expr, $value:expr) => {
+        asm!(
+            concat!($insn, ", [{a}]"),
+            a = in(reg) $addr,
+            v = in(reg) $value,
+            options(nostack)
+        )
+    };
+}
+
 /// The value of a load's destination register when the load did not complete.
 pub const UNTOUCHED: u64 = 0x5a5a_5a5a_5a5a_5a5a;
 
@@ -38,43 +65,23 @@ pub enum Store {
 impl Load {
     /// Runs the load at `addr` and returns the whole 64-bit destination register.
     pub fn run(self, addr: u64) -> u64 {
-        let mut value = UNTOUCHED;
         // SAFETY: one load from `addr`, which the probe only points at emulated devices,
         // guest memory or deliberately unmapped guest-physical addresses; an abort is
-        // recorded and skipped by the probe's vector, leaving `value` as it was. No
+        // recorded and skipped by the probe's vector, leaving the register `UNTOUCHED`. No
         // Rust-visible memory is read or written.
         unsafe {
             match self {
-                Load::Byte => {
-                    asm!("ldrb {v:w}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
-                Load::Half => {
-                    asm!("ldrh {v:w}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
-                Load::Word => {
-                    asm!("ldr {v:w}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
-                Load::Double => {
-                    asm!("ldr {v}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
-                Load::SignedByteX => {
-                    asm!("ldrsb {v}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
-                Load::SignedByteW => {
-                    asm!("ldrsb {v:w}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
-                Load::SignedHalfX => {
-                    asm!("ldrsh {v}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
-                Load::SignedHalfW => {
-                    asm!("ldrsh {v:w}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
-                Load::SignedWordX => {
-                    asm!("ldrsw {v}, [{a}]", a = in(reg) addr, v = inout(reg) value, options(nostack))
-                }
+                Load::Byte => load!("ldrb {v:w}", addr),
+                Load::Half => load!("ldrh {v:w}", addr),
+                Load::Word => load!("ldr {v:w}", addr),
+                Load::Double => load!("ldr {v}", addr),
+                Load::SignedByteX => load!("ldrsb {v}", addr),
+                Load::SignedByteW => load!("ldrsb {v:w}", addr),
+                Load::SignedHalfX => load!("ldrsh {v}", addr),
+                Load::SignedHalfW => load!("ldrsh {v:w}", addr),
+                Load::SignedWordX => load!("ldrsw {v}", addr),
             }
         }
-        value
     }
 
     fn mnemonic(self) -> &'static str {
@@ -100,18 +107,10 @@ impl Store {
         // is recorded and skipped by the probe's vector.
         unsafe {
             match self {
-                Store::Byte => {
-                    asm!("strb {v:w}, [{a}]", a = in(reg) addr, v = in(reg) value, options(nostack))
-                }
-                Store::Half => {
-                    asm!("strh {v:w}, [{a}]", a = in(reg) addr, v = in(reg) value, options(nostack))
-                }
-                Store::Word => {
-                    asm!("str {v:w}, [{a}]", a = in(reg) addr, v = in(reg) value, options(nostack))
-                }
-                Store::Double => {
-                    asm!("str {v}, [{a}]", a = in(reg) addr, v = in(reg) value, options(nostack))
-                }
+                Store::Byte => store!("strb {v:w}", addr, value),
+                Store::Half => store!("strh {v:w}", addr, value),
+                Store::Word => store!("str {v:w}", addr, value),
+                Store::Double => store!("str {v}", addr, value),
             }
         }
     }

@@ -42,96 +42,35 @@ pub struct Check {
     pub run: fn(&Platform) -> Outcome,
 }
 
+const fn check(description: &'static str, run: fn(&Platform) -> Outcome) -> Check {
+    Check { description, run }
+}
+
 /// Every check, in the order they run and are numbered.
+#[rustfmt::skip]
 const CHECKS: &[Check] = &[
-    Check {
-        description: "device tree names the console and the test device",
-        run: device_tree,
-    },
-    Check {
-        description: "SMCCC_VERSION via HVC is 1.1",
-        run: hypercalls::smccc_version,
-    },
-    Check {
-        description: "PSCI_VERSION via HVC is 1.1",
-        run: hypercalls::psci_version_hvc,
-    },
-    Check {
-        description: "PSCI_VERSION via SMC is 1.1",
-        run: hypercalls::psci_version_smc,
-    },
-    Check {
-        description: "PSCI_FEATURES: implemented and unknown IDs",
-        run: hypercalls::psci_features,
-    },
-    Check {
-        description: "unknown function IDs via HVC return NOT_SUPPORTED",
-        run: hypercalls::unknown_hvc,
-    },
-    Check {
-        description: "unknown function IDs via SMC return NOT_SUPPORTED",
-        run: hypercalls::unknown_smc,
-    },
-    Check {
-        description: "PARTITA_VERSION answers",
-        run: hypercalls::partita_version,
-    },
-    Check {
-        description: "CPU_ON and AFFINITY_INFO on a uniprocessor VM",
-        run: hypercalls::cpu_on,
-    },
-    Check {
-        description: "testdev ID: loads of every size at several offsets",
-        run: testdev::id_loads,
-    },
-    Check {
-        description: "testdev ID: sign-extending loads into x and w",
-        run: testdev::signed_loads,
-    },
-    Check {
-        description: "testdev SCRATCH: stores of every size merge",
-        run: testdev::scratch_stores,
-    },
-    Check {
-        description: "testdev WRITES counts accepted stores",
-        run: testdev::writes_count,
-    },
-    Check {
-        description: "testdev: loads into xzr/wzr leave SP alone",
-        run: testdev::zero_register_loads,
-    },
-    Check {
-        description: "testdev: stores from xzr/wzr write zero",
-        run: testdev::zero_register_stores,
-    },
-    Check {
-        description: "testdev: ldp (no syndrome) aborts",
-        run: faults::load_pair,
-    },
-    Check {
-        description: "testdev FAULT register: load and store abort",
-        run: faults::fault_register,
-    },
-    Check {
-        description: "unmapped memory at 0x20000000: load and store abort",
-        run: faults::unmapped_low,
-    },
-    Check {
-        description: "unmapped memory at 0x100000000: load and store abort",
-        run: faults::unmapped_high,
-    },
-    Check {
-        description: "pl011: PrimeCell IDs, 64-bit access aborts",
-        run: faults::pl011_ids,
-    },
-    Check {
-        description: "testdev BOOTS is 1",
-        run: testdev::first_boot,
-    },
-    Check {
-        description: "WFI and WFE return",
-        run: faults::wfi_wfe,
-    },
+    check("device tree names the console and the test device",    device_tree),
+    check("SMCCC_VERSION via HVC is 1.1",                         hypercalls::smccc_version),
+    check("PSCI_VERSION via HVC is 1.1",                          hypercalls::psci_version_hvc),
+    check("PSCI_VERSION via SMC is 1.1",                          hypercalls::psci_version_smc),
+    check("PSCI_FEATURES: implemented and unknown IDs",           hypercalls::psci_features),
+    check("unknown function IDs via HVC return NOT_SUPPORTED",    hypercalls::unknown_hvc),
+    check("unknown function IDs via SMC return NOT_SUPPORTED",    hypercalls::unknown_smc),
+    check("PARTITA_VERSION answers",                              hypercalls::partita_version),
+    check("CPU_ON and AFFINITY_INFO on a uniprocessor VM",        hypercalls::cpu_on),
+    check("testdev ID: loads of every size at several offsets",   testdev::id_loads),
+    check("testdev ID: sign-extending loads into x and w",        testdev::signed_loads),
+    check("testdev SCRATCH: stores of every size merge",          testdev::scratch_stores),
+    check("testdev WRITES counts accepted stores",                testdev::writes_count),
+    check("testdev: loads into xzr/wzr leave SP alone",           testdev::zero_register_loads),
+    check("testdev: stores from xzr/wzr write zero",              testdev::zero_register_stores),
+    check("testdev: ldp (no syndrome) aborts",                    faults::load_pair),
+    check("testdev FAULT register: load and store abort",         faults::fault_register),
+    check("unmapped memory at 0x20000000: load and store abort",  faults::unmapped_low),
+    check("unmapped memory at 0x100000000: load and store abort", faults::unmapped_high),
+    check("pl011: PrimeCell IDs, 64-bit access aborts",           faults::pl011_ids),
+    check("testdev BOOTS is 1",                                   testdev::first_boot),
+    check("WFI and WFE return",                                   faults::wfi_wfe),
 ];
 
 pub struct Summary {
