@@ -16,11 +16,14 @@ use crate::vm::Vm;
 /// Handles the call in the vCPU's x0..x3; `imm` is the HVC/SMC immediate (SMCCC uses 0).
 pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
     let x = &vm.vcpu.regs.x;
-    if imm != 0 {
-        vm.vcpu.regs.x[0] = ret::NOT_SUPPORTED;
-        return Outcome::Resume;
-    }
-    let result = match decode([x[0], x[1], x[2], x[3]]) {
+    let call = if imm == 0 {
+        decode([x[0], x[1], x[2], x[3]])
+    } else {
+        Hypercall::Unsupported {
+            function: x[0] as u32,
+        }
+    };
+    let result = match call {
         Hypercall::PsciVersion => PSCI_VERSION_1_1,
         Hypercall::PsciFeatures { function } if is_implemented(function) => ret::SUCCESS,
         Hypercall::PsciFeatures { .. } => ret::NOT_SUPPORTED,

@@ -128,6 +128,7 @@ impl Vm {
                     return Stop::Clean;
                 }
                 Outcome::Stop(Stop::Fault) => return Stop::Fault,
+                // `run_until_event` returns only events; resuming again is the safe reading.
                 Outcome::Resume => {}
             }
         }
