@@ -395,6 +395,56 @@ mod tests {
         assert!(!u.irq_pending());
     }
 
+    /// What Linux's amba-pl011 does: startup, interrupt-driven transmit, RX interrupt handler.
+    #[test]
+    fn linux_driver_sequence() {
+        let mut u = Pl011::new();
+        u.write(reg::CR, Word, 0).unwrap();
+        u.write(reg::ICR, Word, 0x7ff).unwrap();
+        u.write(reg::IFLS, Word, 0x12).unwrap();
+        u.write(reg::IBRD, Word, 13).unwrap();
+        u.write(reg::FBRD, Word, 1).unwrap();
+        u.write(reg::LCR_H, Word, 0x70).unwrap();
+        u.write(reg::IMSC, Word, u64::from(int::RX | int::RT))
+            .unwrap();
+        u.write(reg::CR, Word, 0x301).unwrap();
+        assert!(!u.irq_pending());
+        // start_tx: fill the FIFO, then unmask TX and wait for the interrupt.
+        for &b in b"login: " {
+            assert_eq!(fr(&mut u) & fr::TXFF, 0);
+            u.write(reg::DR, Half, u64::from(b)).unwrap();
+        }
+        u.write(reg::IMSC, Word, u64::from(int::RX | int::RT | int::TX))
+            .unwrap();
+        assert!(u.irq_pending());
+        assert_eq!(drain(&mut u), b"login: ");
+        // Nothing left to send: stop_tx masks TX again.
+        u.write(reg::IMSC, Word, u64::from(int::RX | int::RT))
+            .unwrap();
+        assert!(!u.irq_pending());
+        // A key arrives: the handler acknowledges and reads until RXFE.
+        assert!(u.receive(b'r'));
+        assert!(u.irq_pending());
+        let mis = u.read(reg::MIS, Word).unwrap();
+        u.write(
+            reg::ICR,
+            Word,
+            mis & !u64::from(int::TX | int::RT | int::RX),
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        while fr(&mut u) & fr::RXFE == 0 {
+            got.push(u.read(reg::DR, Word).unwrap() as u8);
+        }
+        assert_eq!(got, b"r");
+        assert!(!u.irq_pending());
+        // Shutdown.
+        u.write(reg::IMSC, Word, 0).unwrap();
+        u.write(reg::CR, Word, 0).unwrap();
+        u.write(reg::LCR_H, Word, 0).unwrap();
+        assert!(!u.irq_pending());
+    }
+
     #[test]
     fn ifls_selects_the_rx_trigger() {
         let mut u = with_fifos();
