@@ -17,6 +17,8 @@ const SPSR_EL1H_MASKED: u64 = 0x3c5;
 /// EL2), TWI/TWE (trap WFI/WFE), TSC (trap SMC), RW (EL1 is AArch64).
 const HCR_GUEST: u64 =
     1 | (1 << 1) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 13) | (1 << 14) | (1 << 19) | (1 << 31);
+/// HCR_EL2 while no vCPU is loaded: stage 2 off, EL1 AArch64.
+const HCR_NO_GUEST: u64 = 1 << 31;
 /// HCR_EL2.APK and API: the guest's pointer-authentication keys and instructions do not trap.
 const HCR_PAUTH: u64 = (1 << 40) | (1 << 41);
 
@@ -57,6 +59,7 @@ impl Vcpu {
     /// Saves the EL1 state when the vCPU leaves the CPU.
     pub fn unload(&mut self) {
         self.el1.save();
+        write_sysreg!("hcr_el2", HCR_NO_GUEST);
     }
 
     /// Runs the guest until its next exit.

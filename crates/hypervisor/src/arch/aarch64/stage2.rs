@@ -10,7 +10,7 @@
 
 use core::arch::asm;
 
-use aarch64_cpu::registers::{Writeable, VTCR_EL2, VTTBR_EL2};
+use aarch64_cpu::registers::{Readable, Writeable, VTCR_EL2, VTTBR_EL2};
 use aarch64_paging::descriptor::{PhysicalAddress, Stage2Attributes};
 use aarch64_paging::idmap::IdTranslation;
 use aarch64_paging::paging::{Constraints, MemoryRegion, Stage2};
@@ -68,22 +68,40 @@ impl Stage2Map {
         )
     }
 
+    fn vttbr(&self) -> u64 {
+        self.mapping.root_address().0 as u64 | (u64::from(self.vmid) << 48)
+    }
+
     /// Selects this map for EL1/EL0 on this CPU and drops stale TLB entries of its VMID.
     pub fn activate(&self) {
         VTCR_EL2.set(vtcr());
-        let root = self.mapping.root_address().0 as u64;
-        VTTBR_EL2.set(root | (u64::from(self.vmid) << 48));
-        // SAFETY: TLB maintenance for the VMID just selected; it only discards cached
-        // translations of this VM, which the barriers order after the table writes.
-        unsafe {
-            asm!(
-                "isb",
-                "dsb ishst",
-                "tlbi vmalls12e1is",
-                "dsb ish",
-                "isb",
-                options(nostack)
-            );
+        VTTBR_EL2.set(self.vttbr());
+        invalidate_selected_vmid();
+    }
+}
+
+impl Drop for Stage2Map {
+    /// The tables go back to the heap: make sure this CPU no longer points at them.
+    fn drop(&mut self) {
+        if VTTBR_EL2.get() == self.vttbr() {
+            invalidate_selected_vmid();
+            VTTBR_EL2.set(0);
         }
+    }
+}
+
+/// Discards every cached stage-1 and stage-2 translation of the VMID in VTTBR_EL2.
+fn invalidate_selected_vmid() {
+    // SAFETY: TLB maintenance for the VMID in VTTBR_EL2; it only discards cached
+    // translations of that VM, and the barriers order it after the table writes.
+    unsafe {
+        asm!(
+            "isb",
+            "dsb ishst",
+            "tlbi vmalls12e1is",
+            "dsb ish",
+            "isb",
+            options(nostack)
+        );
     }
 }
