@@ -22,15 +22,21 @@ use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
 use crate::vcpu::Vcpu;
 
+/// Why the vCPU stopped running: the events that end `run_until_event`.
+enum Ending {
+    Reset,
+    Stop(Stop),
+}
+
 pub struct Vm {
-    pub name: String,
+    name: String,
     config: &'static VmConfig,
     board: &'static Board,
     image: &'static [u8],
-    pub memory: Vec<GuestMemory>,
+    memory: Vec<GuestMemory>,
     stage2: Stage2Map,
     pub devices: Devices,
-    pub console: VmConsole,
+    console: VmConsole,
     boots: u64,
     pub vcpu: Vcpu,
 }
@@ -118,29 +124,29 @@ impl Vm {
         loop {
             self.stage2.activate();
             self.vcpu.load();
-            let outcome = self.run_until_event();
+            let ending = self.run_until_event();
             self.vcpu.unload();
             self.console.flush_partial();
-            match outcome {
-                Outcome::Reset => self.restart(),
-                Outcome::Stop(Stop::Clean) => {
+            match ending {
+                Ending::Reset => self.restart(),
+                Ending::Stop(Stop::Clean) => {
                     println!("vm {}: powered off", self.name);
                     return Stop::Clean;
                 }
-                Outcome::Stop(Stop::Fault) => return Stop::Fault,
-                // `run_until_event` returns only events; resuming again is the safe reading.
-                Outcome::Resume => {}
+                Ending::Stop(Stop::Fault) => return Stop::Fault,
             }
         }
     }
 
-    fn run_until_event(&mut self) -> Outcome {
+    fn run_until_event(&mut self) -> Ending {
         loop {
             let exit = self.vcpu.run();
             let outcome = trap::handle(self, exit);
             self.devices.drain_uarts(&mut self.console);
-            if outcome != Outcome::Resume {
-                return outcome;
+            match outcome {
+                Outcome::Resume => {}
+                Outcome::Reset => return Ending::Reset,
+                Outcome::Stop(how) => return Ending::Stop(how),
             }
         }
     }
