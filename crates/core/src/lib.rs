@@ -19,3 +19,4 @@ pub mod devices;
 pub mod fdt;
 pub mod hypercall;
 pub mod trap;
+pub mod vgic;

@@ -1,0 +1,251 @@
+//! Partita's virtual GICv3: the interrupt state of one VM and its emulated distributor,
+//! redistributors and list-register management (Arm IHI 0069 "GIC architecture specification, GICv3
+//! and GICv4": chapter 2 "Distribution and routing", chapter 4 "Physical interrupt handling",
+//! chapter 6 "Virtual interrupt handling", chapter 12 register descriptions). No crate emulates a
+//! GIC, so this is written by hand.
+//!
+//! The model presents a GIC with a single Security state (GICD_CTLR.DS = 1), affinity routing
+//! always enabled (ARE RAO/WI), INTIDs below 1024, no LPIs, no ITS and no extended ranges. The
+//! model is authoritative between `Vgic::sync` (after a vCPU exits) and `Vgic::flush` (before it
+//! enters): every change made by MMIO emulation or injection happens in that window. It owns plain
+//! data only: it never touches the GIC hardware, never runs `unsafe` code and never panics on guest
+//! input.
+//!
+//! The hypervisor drives it per vCPU: after every exit it reads ICH_LR<n>_EL2 and calls
+//! `Vgic::sync`; it then emulates (GICD/GICR accesses through `Vgic::distributor` and
+//! `Vgic::redistributors`, trapped ICC_SGI1R_EL1 writes through `Vgic::send_sgi`, device lines
+//! through `Vgic::set_level`, physical interrupts through `Vgic::inject`); before every entry it
+//! calls `Vgic::flush`, writes every value of `LrFlush::values` to ICH_LR<n>_EL2 and ORs
+//! `LrFlush::hcr` into ICH_HCR_EL2. A maintenance interrupt only means "exit, so that sync and
+//! flush run".
+
+mod cpuif;
+mod dist;
+mod lr;
+mod redist;
+mod regs;
+mod sgi;
+mod state;
+
+#[cfg(test)]
+mod tests;
+
+use alloc::vec::Vec;
+
+pub use cpuif::LrFlush;
+pub use dist::{DistributorMmio, DISTRIBUTOR_SIZE};
+pub use lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
+pub use redist::{RedistributorMmio, REDISTRIBUTOR_STRIDE};
+pub use sgi::{Affinity, SgiRequest, SgiTargetSpec, SgiTargets};
+pub use state::{IrqState, Trigger};
+
+/// SGIs and PPIs of one vCPU: INTIDs 0 to 31.
+pub const PRIVATE_IRQS: u32 = 32;
+/// First INTID of the PPIs.
+pub const FIRST_PPI: u32 = 16;
+/// INTIDs 1020 to 1023 are special (IHI 0069 chapter 2, INTID ranges), so at most 988 SPIs.
+pub const MAX_SPIS: u32 = 1020 - PRIVATE_IRQS;
+/// Most vCPUs of one VM: `SgiTargets` is a 64-bit set.
+pub const MAX_VCPUS: usize = 64;
+
+/// A request the model cannot satisfy (a hypervisor mistake, never guest input).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VgicError {
+    /// `Vgic::new` with no vCPU or more than `MAX_VCPUS`.
+    VcpuCount,
+    /// `Vgic::new` with more than `MAX_SPIS` SPIs.
+    SpiCount,
+    /// A vCPU index out of range.
+    NoSuchVcpu,
+    /// An INTID this VM does not implement.
+    NoSuchIntid,
+    /// `Vgic::set_hw` for an SGI, or with a physical INTID that is not a PPI or SPI.
+    HwMapping,
+}
+
+/// GICD_CTLR's group enables (single Security state view, GICD_CTLR with DS = 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct DistControl {
+    enable_grp0: bool,
+    enable_grp1: bool,
+}
+
+impl DistControl {
+    fn group_enabled(&self, group1: bool) -> bool {
+        if group1 {
+            self.enable_grp1
+        } else {
+            self.enable_grp0
+        }
+    }
+}
+
+/// The live contents of one list register since the last flush.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LiveEntry {
+    intid: u32,
+    /// Whether the list register carries the pending state (otherwise the model keeps it).
+    carries_pending: bool,
+}
+
+/// The banked interrupts and redistributor state of one vCPU.
+#[derive(Clone, Debug)]
+struct VcpuIrqs {
+    private: [IrqState; PRIVATE_IRQS as usize],
+    /// GICR_WAKER.ProcessorSleep; resets to 1.
+    processor_sleep: bool,
+    live: [Option<LiveEntry>; MAX_LIST_REGISTERS],
+}
+
+impl VcpuIrqs {
+    fn new() -> Self {
+        let mut private = [IrqState::new(Trigger::Level); PRIVATE_IRQS as usize];
+        for sgi in &mut private[..FIRST_PPI as usize] {
+            sgi.trigger = Trigger::Edge;
+        }
+        VcpuIrqs {
+            private,
+            processor_sleep: true,
+            live: [None; MAX_LIST_REGISTERS],
+        }
+    }
+}
+
+/// The virtual GICv3 of one VM.
+#[derive(Clone, Debug)]
+pub struct Vgic {
+    ctlr: DistControl,
+    spis: Vec<IrqState>,
+    /// GICD_IROUTER<n> per SPI, RES0 bits cleared.
+    routes: Vec<u64>,
+    vcpus: Vec<VcpuIrqs>,
+}
+
+impl Vgic {
+    /// A reset GIC for `vcpus` vCPUs and `spis` SPIs (INTIDs 32 to 32 + spis - 1).
+    pub fn new(vcpus: usize, spis: u32) -> Result<Self, VgicError> {
+        if vcpus == 0 || vcpus > MAX_VCPUS {
+            return Err(VgicError::VcpuCount);
+        }
+        if spis > MAX_SPIS {
+            return Err(VgicError::SpiCount);
+        }
+        Ok(Vgic {
+            ctlr: DistControl::default(),
+            spis: alloc::vec![IrqState::new(Trigger::Level); spis as usize],
+            routes: alloc::vec![0; spis as usize],
+            vcpus: (0..vcpus).map(|_| VcpuIrqs::new()).collect(),
+        })
+    }
+
+    pub fn vcpu_count(&self) -> usize {
+        self.vcpus.len()
+    }
+
+    pub fn spi_count(&self) -> u32 {
+        self.spis.len() as u32
+    }
+
+    /// The emulated distributor (GICD_*, one 64 KiB frame) as an MMIO device.
+    pub fn distributor(&mut self) -> DistributorMmio<'_> {
+        DistributorMmio::new(self)
+    }
+
+    /// The emulated redistributors (GICR_*, `REDISTRIBUTOR_STRIDE` bytes per vCPU, in vCPU
+    /// order) as one MMIO device.
+    pub fn redistributors(&mut self) -> RedistributorMmio<'_> {
+        RedistributorMmio::new(self)
+    }
+
+    /// A copy of the state of `intid` as `vcpu` sees it (SPIs are the same for every vCPU).
+    pub fn irq(&self, vcpu: usize, intid: u32) -> Result<IrqState, VgicError> {
+        let v = self.vcpus.get(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        if intid < PRIVATE_IRQS {
+            return Ok(v.private[intid as usize]);
+        }
+        self.spis
+            .get((intid - PRIVATE_IRQS) as usize)
+            .copied()
+            .ok_or(VgicError::NoSuchIntid)
+    }
+
+    fn irq_mut(&mut self, vcpu: usize, intid: u32) -> Result<&mut IrqState, VgicError> {
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        if intid < PRIVATE_IRQS {
+            return Ok(&mut v.private[intid as usize]);
+        }
+        self.spis
+            .get_mut((intid - PRIVATE_IRQS) as usize)
+            .ok_or(VgicError::NoSuchIntid)
+    }
+
+    /// Makes `intid` pending, as an edge or an SGI would (`vcpu` selects the bank of an SGI
+    /// or PPI and is ignored for an SPI). For an interrupt backed by a physical one, this is
+    /// how the hypervisor forwards each physical occurrence.
+    pub fn inject(&mut self, vcpu: usize, intid: u32) -> Result<(), VgicError> {
+        self.irq_mut(vcpu, intid)?.pending_latch = true;
+        Ok(())
+    }
+
+    /// Drives the input line of a level-sensitive interrupt (an emulated device's output).
+    /// An edge-triggered interrupt latches a rising edge.
+    pub fn set_level(&mut self, vcpu: usize, intid: u32, level: bool) -> Result<(), VgicError> {
+        let irq = self.irq_mut(vcpu, intid)?;
+        if irq.trigger == Trigger::Edge && level && !irq.line_level {
+            irq.pending_latch = true;
+        }
+        irq.line_level = level;
+        Ok(())
+    }
+
+    /// Backs the PPI or SPI `intid` by the physical PPI or SPI `pintid` (list registers get
+    /// HW = 1), or unbinds it with `None`.
+    pub fn set_hw(
+        &mut self,
+        vcpu: usize,
+        intid: u32,
+        pintid: Option<u32>,
+    ) -> Result<(), VgicError> {
+        let peripheral = FIRST_PPI..PRIVATE_IRQS + MAX_SPIS;
+        let irq = self.irq_mut(vcpu, intid)?;
+        if !peripheral.contains(&intid) || pintid.is_some_and(|p| !peripheral.contains(&p)) {
+            return Err(VgicError::HwMapping);
+        }
+        irq.hw = pintid;
+        Ok(())
+    }
+
+    /// The vCPU an SPI is routed to by its GICD_IROUTER, if that vCPU exists. With
+    /// IRM = 1 ("any PE") the model picks vCPU 0.
+    pub fn spi_target(&self, intid: u32) -> Option<usize> {
+        let route = *self.routes.get(intid.checked_sub(PRIVATE_IRQS)? as usize)?;
+        if route & sgi::IROUTER_IRM != 0 {
+            return Some(0);
+        }
+        Affinity::from_irouter(route).vcpu_index(self.vcpus.len())
+    }
+
+    /// Makes the SGI that vCPU `source` requested (a trapped ICC_SGI1R_EL1 write, decoded
+    /// with `SgiRequest::decode`) pending on its targets, and returns them (so the hypervisor
+    /// can wake them).
+    pub fn send_sgi(
+        &mut self,
+        source: usize,
+        request: SgiRequest,
+    ) -> Result<SgiTargets, VgicError> {
+        if source >= self.vcpus.len() {
+            return Err(VgicError::NoSuchVcpu);
+        }
+        let sgi = usize::from(request.intid);
+        if sgi >= FIRST_PPI as usize {
+            return Err(VgicError::NoSuchIntid);
+        }
+        let targets = request.targets(source, self.vcpus.len());
+        for vcpu in targets.iter() {
+            if let Some(v) = self.vcpus.get_mut(vcpu) {
+                v.private[sgi].pending_latch = true;
+            }
+        }
+        Ok(targets)
+    }
+}

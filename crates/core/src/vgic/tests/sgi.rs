@@ -1,0 +1,115 @@
+use crate::vgic::{Affinity, SgiRequest, SgiTargetSpec, Vgic, VgicError};
+use std::vec::Vec;
+
+/// An ICC_SGI1R_EL1 value from its fields.
+fn sgi1r(intid: u64, aff1: u64, rs: u64, target_list: u64) -> u64 {
+    (rs << 44) | (intid << 24) | (aff1 << 16) | target_list
+}
+
+#[test]
+fn decodes_every_field() {
+    let raw = (0x12 << 48) | (0x5 << 44) | (0x34 << 32) | (0xb << 24) | (0x56 << 16) | 0x8001;
+    assert_eq!(
+        SgiRequest::decode(raw),
+        SgiRequest {
+            intid: 11,
+            targets: SgiTargetSpec::List {
+                aff3: 0x12,
+                aff2: 0x34,
+                aff1: 0x56,
+                range_selector: 5,
+                target_list: 0x8001,
+            },
+        }
+    );
+    let all = SgiRequest::decode((1 << 40) | (3 << 24) | 0xffff);
+    assert_eq!(all.targets, SgiTargetSpec::AllButSelf);
+    assert_eq!(all.intid, 3);
+    let noise = SgiRequest::decode(u64::MAX);
+    assert_eq!(noise.intid, 15);
+}
+
+#[test]
+fn uniprocessor_sgi_to_self() {
+    let mut v = Vgic::new(1, 32).unwrap();
+    let targets = v
+        .send_sgi(0, SgiRequest::decode(sgi1r(1, 0, 0, 0b1)))
+        .unwrap();
+    assert_eq!(targets.iter().collect::<Vec<_>>(), [0]);
+    assert!(v.irq(0, 1).unwrap().pending());
+    assert!(!v.irq(0, 2).unwrap().pending());
+}
+
+#[test]
+fn target_lists_address_vcpus_by_affinity() {
+    let mut v = Vgic::new(20, 32).unwrap();
+    let targets = v
+        .send_sgi(0, SgiRequest::decode(sgi1r(7, 0, 0, (1 << 2) | (1 << 5))))
+        .unwrap();
+    assert_eq!(targets.iter().collect::<Vec<_>>(), [2, 5]);
+    assert!(v.irq(2, 7).unwrap().pending() && v.irq(5, 7).unwrap().pending());
+    assert!(!v.irq(0, 7).unwrap().pending());
+    let cluster1 = v
+        .send_sgi(0, SgiRequest::decode(sgi1r(4, 1, 0, 0b11 | (1 << 15))))
+        .unwrap();
+    assert_eq!(
+        cluster1.iter().collect::<Vec<_>>(),
+        [16, 17],
+        "vCPU 31 does not exist"
+    );
+    let range = v
+        .send_sgi(0, SgiRequest::decode(sgi1r(4, 0, 1, 0b1)))
+        .unwrap();
+    assert!(range.is_empty(), "RS = 1 names Aff0 16, which no vCPU has");
+}
+
+#[test]
+fn irm_reaches_every_other_vcpu() {
+    let mut v = Vgic::new(3, 32).unwrap();
+    let targets = v
+        .send_sgi(1, SgiRequest::decode((1 << 40) | (9 << 24)))
+        .unwrap();
+    assert_eq!(targets.iter().collect::<Vec<_>>(), [0, 2]);
+    assert!(!targets.contains(1));
+    assert!(!v.irq(1, 9).unwrap().pending());
+    let alone = Vgic::new(1, 32)
+        .unwrap()
+        .send_sgi(0, SgiRequest::decode(1 << 40))
+        .unwrap();
+    assert!(alone.is_empty());
+}
+
+#[test]
+fn other_affinity_levels_reach_nobody_and_bad_sources_are_refused() {
+    let mut v = Vgic::new(2, 32).unwrap();
+    assert!(
+        v.send_sgi(0, SgiRequest::decode((1 << 48) | 0b11))
+            .unwrap()
+            .is_empty(),
+        "Aff3 = 1"
+    );
+    assert!(
+        v.send_sgi(0, SgiRequest::decode((1 << 32) | 0b11))
+            .unwrap()
+            .is_empty(),
+        "Aff2 = 1"
+    );
+    assert!(v.send_sgi(2, SgiRequest::decode(0b1)).is_err());
+    let forged = SgiRequest {
+        intid: 200,
+        ..SgiRequest::decode(0b1)
+    };
+    assert_eq!(v.send_sgi(0, forged), Err(VgicError::NoSuchIntid));
+}
+
+#[test]
+fn affinity_layout() {
+    let a = Affinity::of_vcpu(35);
+    assert_eq!((a.aff1, a.aff0), (2, 3));
+    assert_eq!(a.mpidr(), 0x0203);
+    assert_eq!(a.packed(), 0x0000_0203);
+    let r = Affinity::from_irouter(0x0000_00aa_8033_2211);
+    assert_eq!((r.aff3, r.aff2, r.aff1, r.aff0), (0xaa, 0x33, 0x22, 0x11));
+    assert_eq!(Affinity::of_vcpu(35).vcpu_index(36), Some(35));
+    assert_eq!(Affinity::of_vcpu(35).vcpu_index(35), None);
+}
