@@ -10,6 +10,7 @@ mod config;
 mod elf;
 mod image;
 mod layout;
+mod linux;
 mod paths;
 mod process;
 mod qemu;
@@ -59,6 +60,12 @@ enum Task {
         /// Stop QEMU after this many seconds (exit status 124).
         #[arg(long, value_name = "SECS")]
         timeout: Option<u64>,
+        /// Boot this guest directly on QEMU, without Partita, for comparison.
+        #[arg(long, value_enum, value_name = "GUEST", conflicts_with = "config")]
+        native: Option<NativeGuest>,
+        /// Run CMD as the Linux guest's job instead of its shell, then power off.
+        #[arg(long, value_name = "CMD", requires = "native")]
+        linux_cmd: Option<String>,
     },
     /// Build, then start QEMU halted with a gdb server on port 1234.
     Debug {
@@ -91,6 +98,12 @@ impl ConfigArg {
     }
 }
 
+/// Guests that boot without the hypervisor.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum NativeGuest {
+    Linux,
+}
+
 #[derive(Args)]
 struct CpuArg {
     /// CPU model QEMU emulates (max = max,pauth-impdef=on).
@@ -120,10 +133,18 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             build::boot_image(&config.file(), &paths::boot_image())?;
         }
         Task::Run {
+            native: Some(NativeGuest::Linux),
+            icount,
+            timeout,
+            linux_cmd,
+            ..
+        } => return run_native_linux(linux_cmd.as_deref(), icount, timeout),
+        Task::Run {
             config,
             cpu,
             icount,
             timeout,
+            ..
         } => return run(&config.file(), cpu.cpu, icount, timeout),
         Task::Debug { config, cpu } => return debug(&config.file(), cpu.cpu),
         Task::Test if !suite::run_all() => return Ok(ExitCode::FAILURE),
@@ -150,7 +171,22 @@ fn run(config: &Path, cpu: Cpu, icount: bool, timeout: Option<u64>) -> Result<Ex
         icount,
         gdb: false,
     };
-    let mut cmd = machine.command();
+    run_qemu(machine.command(), timeout)
+}
+
+/// Boots Debian's kernel and the project's initramfs directly on QEMU.
+fn run_native_linux(job: Option<&str>, icount: bool, timeout: Option<u64>) -> Result<ExitCode> {
+    let guest = linux::prepare(&paths::cache_dir())?;
+    let bootargs = linux::bootargs(job, &[])?;
+    let options = linux::NativeOptions {
+        icount,
+        no_reboot: false,
+    };
+    run_qemu(linux::native_command(&guest, &bootargs, &options), timeout)
+}
+
+/// Runs QEMU on this terminal and returns its exit status as ours.
+fn run_qemu(mut cmd: Command, timeout: Option<u64>) -> Result<ExitCode> {
     step(format!(
         "running {} (quit with Ctrl-A x)",
         process::describe(&cmd)

@@ -43,6 +43,11 @@ pub fn scenario_image(name: &str) -> PathBuf {
     build_dir().join("tests").join(format!("{name}.img"))
 }
 
+/// Downloads and what is made from them (Debian packages, the Linux guest); git-ignored.
+pub fn cache_dir() -> PathBuf {
+    root().join("cache")
+}
+
 pub fn default_config() -> PathBuf {
     shown(&root().join("configs").join("default.toml"))
 }

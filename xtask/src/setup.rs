@@ -128,7 +128,7 @@ pub fn setup() -> Result<()> {
     };
     if missing == Missing::default() {
         step("setup: everything is installed");
-        return Ok(());
+        return prepare_guests();
     }
     let mut wanted = missing.packages.clone();
     if missing.rust_target {
@@ -151,6 +151,17 @@ pub fn setup() -> Result<()> {
         bail!("setup is incomplete: run the commands above, then try again");
     }
     step("setup: done");
+    prepare_guests()
+}
+
+/// Downloads and assembles the Linux guest (quick when the cache is current).
+fn prepare_guests() -> Result<()> {
+    let guest = crate::linux::prepare(&crate::paths::cache_dir())?;
+    step(format!(
+        "setup: Linux guest ready: {} and {}",
+        crate::paths::shown(&guest.kernel).display(),
+        crate::paths::shown(&guest.initramfs).display()
+    ));
     Ok(())
 }
 
