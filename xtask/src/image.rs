@@ -7,7 +7,7 @@
 
 use anyhow::{ensure, Context, Result};
 use partita_core::board::Board;
-use partita_core::bundle;
+use partita_core::bundle::{self, VmImages};
 use partita_core::config::ConfigError;
 
 use crate::config::System;
@@ -35,8 +35,7 @@ pub fn assemble(system: &System, hypervisor: &[u8]) -> Result<BootImage> {
         bytes.get(MAGIC_OFFSET..MAGIC_OFFSET + 4) == Some(MAGIC),
         "the hypervisor has no arm64 Image header (magic \"ARM\\x64\" at {MAGIC_OFFSET:#x})"
     );
-    let images: Vec<&[u8]> = system.images.iter().map(Vec::as_slice).collect();
-    let blob = bundle::encode(&system.config, &images);
+    let blob = bundle(system);
     let hypervisor_len = bytes.len();
     check_fits(board, hypervisor_len, blob.len()).map_err(|e| system.error(e))?;
     bytes.extend_from_slice(&blob);
@@ -47,6 +46,20 @@ pub fn assemble(system: &System, hypervisor: &[u8]) -> Result<BootImage> {
         hypervisor_len,
         bundle_len: blob.len(),
     })
+}
+
+/// The bundle of `system`: its configuration and every VM's image and initrd.
+pub fn bundle(system: &System) -> Vec<u8> {
+    let images: Vec<VmImages> = system
+        .images
+        .iter()
+        .zip(&system.initrds)
+        .map(|(image, initrd)| VmImages {
+            image,
+            initrd: initrd.as_deref(),
+        })
+        .collect();
+    bundle::encode(&system.config, &images)
 }
 
 /// The hypervisor image and the bundle must end inside `board.hypervisor`.

@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use partita_core::bundle;
 
 use crate::process::{step, Ending};
 use crate::qemu::{Cpu, Machine, GDB_PORT};
@@ -260,8 +259,7 @@ fn check_config(file: &Path) -> Result<()> {
             )
         }
         Err(_) => {
-            let images: Vec<&[u8]> = system.images.iter().map(Vec::as_slice).collect();
-            let bundle_len = bundle::encode(&system.config, &images).len();
+            let bundle_len = image::bundle(&system).len();
             let board = system.config.board.platform.board();
             image::check_fits(board, 0, bundle_len).map_err(|e| system.error(e))?;
             format!("bundle: {bundle_len} bytes (the hypervisor is not built: boot image size not checked)")

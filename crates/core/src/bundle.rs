@@ -2,15 +2,16 @@
 //! tool appends to the hypervisor image, so one file boots the whole system (as Bao does).
 //!
 //! Layout (little endian): a 32-byte header (`MAGIC`, version, configuration length, total
-//! length), the configuration encoded with postcard, then each VM's image in VM order, each
-//! starting on a 4 KiB boundary. Image sizes come from the configuration.
+//! length), the configuration encoded with postcard, then each VM's images in VM order (its
+//! program, then its initrd when it has one), each starting on a 4 KiB boundary. Image sizes
+//! come from the configuration.
 
 use alloc::vec::Vec;
 
 use crate::config::{SystemConfig, PAGE_SIZE};
 
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 32;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -25,15 +26,22 @@ pub enum BundleError {
     Config,
 }
 
+/// The files one VM boots, borrowed from the blob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmImages<'a> {
+    pub image: &'a [u8],
+    pub initrd: Option<&'a [u8]>,
+}
+
 /// A parsed bundle; images borrow from the blob.
 pub struct Bundle<'a> {
     pub config: SystemConfig,
-    images: Vec<&'a [u8]>,
+    images: Vec<VmImages<'a>>,
 }
 
 impl<'a> Bundle<'a> {
-    /// The guest image of VM `vm`.
-    pub fn image(&self, vm: usize) -> Option<&'a [u8]> {
+    /// The program and initrd of VM `vm`.
+    pub fn images(&self, vm: usize) -> Option<VmImages<'a>> {
         self.images.get(vm).copied()
     }
 
@@ -53,14 +61,25 @@ impl<'a> Bundle<'a> {
         let mut images = Vec::with_capacity(config.vms.len());
         let mut offset = config_end;
         for vm in &config.vms {
-            offset = align_page(offset).ok_or(BundleError::Truncated)?;
-            let size = usize::try_from(vm.image.size).map_err(|_| BundleError::Truncated)?;
-            let end = offset.checked_add(size).ok_or(BundleError::Truncated)?;
-            images.push(blob.get(offset..end).ok_or(BundleError::Truncated)?);
-            offset = end;
+            let image = next_image(blob, &mut offset, vm.image.size)?;
+            let initrd = match &vm.initrd {
+                Some(initrd) => Some(next_image(blob, &mut offset, initrd.size)?),
+                None => None,
+            };
+            images.push(VmImages { image, initrd });
         }
         Ok(Bundle { config, images })
     }
+}
+
+/// The `size` bytes at the next page boundary from `offset`; advances `offset` past them.
+fn next_image<'a>(blob: &'a [u8], offset: &mut usize, size: u64) -> Result<&'a [u8], BundleError> {
+    let start = align_page(*offset).ok_or(BundleError::Truncated)?;
+    let size = usize::try_from(size).map_err(|_| BundleError::Truncated)?;
+    let end = start.checked_add(size).ok_or(BundleError::Truncated)?;
+    let bytes = blob.get(start..end).ok_or(BundleError::Truncated)?;
+    *offset = end;
+    Ok(bytes)
 }
 
 /// Total bundle length from its header, so the reader knows how much memory to look at.
@@ -85,8 +104,8 @@ fn align_page(n: usize) -> Option<usize> {
     n.checked_next_multiple_of(PAGE_SIZE as usize)
 }
 
-/// Builds a bundle. `images[i]` is VM `i`'s image and must match its configured size.
-pub fn encode(config: &SystemConfig, images: &[&[u8]]) -> Vec<u8> {
+/// Builds a bundle. `images[i]` holds VM `i`'s files, which must match its configured sizes.
+pub fn encode(config: &SystemConfig, images: &[VmImages]) -> Vec<u8> {
     assert_eq!(config.vms.len(), images.len(), "one image per VM");
     let config_bytes = postcard::to_allocvec(config).expect("a configuration always encodes");
     let mut out = Vec::new();
@@ -96,14 +115,20 @@ pub fn encode(config: &SystemConfig, images: &[&[u8]]) -> Vec<u8> {
     out.extend_from_slice(&(config_bytes.len() as u64).to_le_bytes());
     out.extend_from_slice(&0u64.to_le_bytes());
     out.extend_from_slice(&config_bytes);
-    for (vm, image) in config.vms.iter().zip(images) {
+    for (vm, files) in config.vms.iter().zip(images) {
+        let initrd_size = vm.initrd.as_ref().map(|i| i.size);
         assert_eq!(
-            vm.image.size,
-            image.len() as u64,
-            "image size matches the configuration"
+            (vm.image.size, initrd_size),
+            (
+                files.image.len() as u64,
+                files.initrd.map(|i| i.len() as u64)
+            ),
+            "image sizes match the configuration"
         );
-        out.resize(align_page(out.len()).expect("bundle fits in memory"), 0);
-        out.extend_from_slice(image);
+        for bytes in core::iter::once(files.image).chain(files.initrd) {
+            out.resize(align_page(out.len()).expect("bundle fits in memory"), 0);
+            out.extend_from_slice(bytes);
+        }
     }
     let total = out.len() as u64;
     out[24..32].copy_from_slice(&total.to_le_bytes());
@@ -114,7 +139,9 @@ pub fn encode(config: &SystemConfig, images: &[&[u8]]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::board::Platform;
-    use crate::config::{BoardConfig, ImageConfig, MemoryRegion, VmConfig, VmKind};
+    use crate::config::{
+        BoardConfig, ImageConfig, InitrdConfig, MemoryRegion, ResetAction, VmConfig, VmKind,
+    };
     use alloc::vec;
 
     fn config(sizes: &[u64]) -> SystemConfig {
@@ -140,33 +167,55 @@ mod tests {
                         path: "x".into(),
                         load: None,
                         size,
+                        kernel: None,
                     },
+                    initrd: None,
                     bootargs: "console=ttyAMA0".into(),
                     devices: vec![],
+                    on_reset: ResetAction::Restart,
                 })
                 .collect(),
         }
     }
 
+    fn only(image: &[u8]) -> VmImages<'_> {
+        VmImages {
+            image,
+            initrd: None,
+        }
+    }
+
     #[test]
     fn round_trip_keeps_config_and_images() {
-        let cfg = config(&[3, 5000]);
+        let mut cfg = config(&[3, 5000]);
+        cfg.vms[0].initrd = Some(InitrdConfig {
+            path: "initrd".into(),
+            size: 2,
+        });
         let a = [1u8, 2, 3];
+        let rd = [9u8, 8];
         let b = vec![7u8; 5000];
-        let mut blob = encode(&cfg, &[&a, &b]);
+        let files = [
+            VmImages {
+                image: &a,
+                initrd: Some(&rd),
+            },
+            only(&b),
+        ];
+        let mut blob = encode(&cfg, &files);
         assert_eq!(total_len(&blob), Ok(blob.len()));
         blob.extend_from_slice(&[0xff; 100]);
         let parsed = Bundle::parse(&blob).unwrap();
         assert_eq!(parsed.config, cfg);
-        assert_eq!(parsed.image(0), Some(&a[..]));
-        assert_eq!(parsed.image(1), Some(&b[..]));
-        assert_eq!(parsed.image(2), None);
+        assert_eq!(parsed.images(0), Some(files[0]));
+        assert_eq!(parsed.images(1), Some(files[1]));
+        assert_eq!(parsed.images(2), None);
     }
 
     #[test]
     fn damaged_bundles_are_refused() {
         let cfg = config(&[3]);
-        let blob = encode(&cfg, &[&[1, 2, 3]]);
+        let blob = encode(&cfg, &[only(&[1, 2, 3])]);
         assert_eq!(
             Bundle::parse(&blob[..10]).err(),
             Some(BundleError::BadMagic)

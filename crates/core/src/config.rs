@@ -13,6 +13,7 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::board::{Board, Platform, Region};
+use crate::boot::KernelHeader;
 
 /// Largest guest-physical address + 1: Partita gives every VM a 40-bit IPA space.
 pub const IPA_LIMIT: u64 = 1 << 40;
@@ -70,8 +71,45 @@ pub struct VmConfig {
     pub cpus: Vec<u8>,
     pub memory: Vec<MemoryRegion>,
     pub image: ImageConfig,
+    /// An initial RAM disk for a Linux kernel, placed below the device tree.
+    pub initrd: Option<InitrdConfig>,
     pub bootargs: String,
     pub devices: Vec<DeviceConfig>,
+    /// What a PSCI SYSTEM_RESET from the VM does.
+    pub on_reset: ResetAction,
+}
+
+/// What Partita does when a VM asks for SYSTEM_RESET.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResetAction {
+    /// Rebuild the VM from its images and start it again.
+    Restart,
+    /// Stop the VM as faulted: a Linux booted with `panic=-1` resets on a kernel panic, so
+    /// this makes a panic end the run with a failure status.
+    Fault,
+}
+
+impl ResetAction {
+    pub const ALL: [ResetAction; 2] = [ResetAction::Restart, ResetAction::Fault];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ResetAction::Restart => "restart",
+            ResetAction::Fault => "fault",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ResetAction> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+/// An initial RAM disk: the host file and its size, filled in by the host tool.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitrdConfig {
+    /// Host path as written in the configuration (for messages only).
+    pub path: String,
+    pub size: u64,
 }
 
 /// A piece of guest RAM: `size` bytes at guest-physical `base`, backed by physical `phys`.
@@ -102,6 +140,8 @@ pub struct ImageConfig {
     pub load: Option<u64>,
     /// Size in bytes, filled in by the host tool from the file.
     pub size: u64,
+    /// The arm64 Image header, when the file has one (filled in by the host tool).
+    pub kernel: Option<KernelHeader>,
 }
 
 /// A device a VM sees at guest-physical `base`.
@@ -135,11 +175,40 @@ impl DeviceConfig {
 }
 
 impl VmConfig {
-    /// Where the image is loaded and entered.
+    /// Where the image is loaded and entered: `image.load`, else for an arm64 Linux Image
+    /// the 2 MiB-aligned start of the first region plus the header's `text_offset`, else the
+    /// base of the first region.
     pub fn load_address(&self) -> Option<u64> {
-        self.image
-            .load
-            .or_else(|| self.memory.first().map(|m| m.base))
+        if let Some(load) = self.image.load {
+            return Some(load);
+        }
+        let base = self.memory.first()?.base;
+        match self.image.kernel {
+            Some(k) => base
+                .checked_next_multiple_of(KernelHeader::BASE_ALIGN)?
+                .checked_add(k.text_offset),
+            None => Some(base),
+        }
+    }
+
+    /// Guest-physical address of the device tree: the last `DTB_SIZE` bytes of the first region.
+    pub fn dtb_address(&self) -> Option<u64> {
+        let first = self.memory.first()?;
+        (first.base + first.size).checked_sub(DTB_SIZE)
+    }
+
+    /// Bytes the image occupies once running: the file, or the kernel's `image_size` (which
+    /// includes its .bss) when that is larger.
+    pub fn image_footprint(&self) -> u64 {
+        let kernel = self.image.kernel.map_or(0, |k| k.image_size);
+        self.image.size.max(kernel)
+    }
+
+    /// Where the initrd goes: page aligned, right below the device tree.
+    pub fn initrd_region(&self) -> Option<Region> {
+        let size = self.initrd.as_ref()?.size;
+        let base = self.dtb_address()?.checked_sub(size)? / PAGE_SIZE * PAGE_SIZE;
+        Some(Region::new(base, size))
     }
 }
 
@@ -424,12 +493,49 @@ fn validate_image(vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
             format!("\"{}\" is empty", vm.image.path),
         ));
     }
-    if vm.image.size > room {
+    let needed = vm.image_footprint();
+    if needed > room {
+        let what = if needed > vm.image.size {
+            format!("needs {needed} bytes once running (image_size in its arm64 Image header)")
+        } else {
+            format!("is {needed} bytes")
+        };
         return Err(ConfigError::new(
             format!("vm[{i}].image"),
             format!(
-                "\"{}\" is {} bytes, but only {} bytes of VM memory follow its load address {load:#x} (the last 64 KiB of the first region hold the device tree)",
-                vm.image.path, vm.image.size, room
+                "\"{}\" {what}, but only {room} bytes of VM memory follow its load address {load:#x} (the last 64 KiB of the first region hold the device tree)",
+                vm.image.path
+            ),
+        ));
+    }
+    validate_initrd(vm, i, Region::new(load, needed))
+}
+
+/// The initrd must sit in the first region, below the device tree, clear of the image.
+fn validate_initrd(vm: &VmConfig, i: usize, image: Region) -> Result<(), ConfigError> {
+    let Some(initrd) = &vm.initrd else {
+        return Ok(());
+    };
+    let key = format!("vm[{i}].initrd");
+    if initrd.size == 0 {
+        return Err(ConfigError::new(
+            key,
+            format!("\"{}\" is empty", initrd.path),
+        ));
+    }
+    let first = vm.memory[0].guest();
+    let placed = vm
+        .initrd_region()
+        .filter(|r| r.base >= first.base && !r.overlaps(&image));
+    if placed.is_none() {
+        return Err(ConfigError::new(
+            key,
+            format!(
+                "\"{}\" is {} bytes, but it must fit in the first memory region ({}) below the device tree without overlapping the image ({})",
+                initrd.path,
+                initrd.size,
+                range(&first),
+                range(&image)
             ),
         ));
     }
@@ -567,7 +673,9 @@ mod tests {
                 path: "probe.bin".into(),
                 load: None,
                 size: 0x1000,
+                kernel: None,
             },
+            initrd: None,
             bootargs: String::new(),
             devices: vec![
                 DeviceConfig::Pl011 {
@@ -576,6 +684,7 @@ mod tests {
                 },
                 DeviceConfig::TestDev { base: 0x0a00_0000 },
             ],
+            on_reset: ResetAction::Restart,
         }
     }
 
@@ -708,6 +817,60 @@ mod tests {
             error_of(system(vec![b])),
             "vm[0].device[2].irq: interrupt 33 is already used by vm[0].device[0]"
         );
+    }
+
+    fn linux(image_size: u64, initrd: u64) -> VmConfig {
+        let mut a = vm("linux", None);
+        a.memory[0].base = 0x4010_0000;
+        a.memory[0].size = 0x100_0000;
+        a.image.size = 0x8_0000;
+        a.image.kernel = Some(KernelHeader {
+            text_offset: 0x1000,
+            image_size,
+        });
+        a.initrd = Some(InitrdConfig {
+            path: "initrd".into(),
+            size: initrd,
+        });
+        a
+    }
+
+    #[test]
+    fn a_kernel_sits_at_the_aligned_base_plus_text_offset() {
+        let a = linux(0x10_0000, 0x1000);
+        assert_eq!(a.load_address(), Some(0x4020_1000));
+        assert_eq!(a.image_footprint(), 0x10_0000);
+        assert_eq!(a.dtb_address(), Some(0x410f_0000));
+        assert_eq!(a.initrd_region(), Some(Region::new(0x410e_f000, 0x1000)));
+        assert!(planned(system(vec![a])).is_ok());
+    }
+
+    #[test]
+    fn kernel_and_initrd_must_fit() {
+        assert_eq!(
+            error_of(system(vec![linux(0xf0_0000, 0x1000)])),
+            "vm[0].image: \"probe.bin\" needs 15728640 bytes once running (image_size in its arm64 Image header), but only 15659008 bytes of VM memory follow its load address 0x40201000 (the last 64 KiB of the first region hold the device tree)"
+        );
+        assert_eq!(
+            error_of(system(vec![linux(0x10_0000, 0xe0_0000)])),
+            "vm[0].initrd: \"initrd\" is 14680064 bytes, but it must fit in the first memory region (0x40100000..0x41100000) below the device tree without overlapping the image (0x40201000..0x40301000)"
+        );
+        assert_eq!(
+            error_of(system(vec![linux(0x10_0000, 0)])),
+            "vm[0].initrd: \"initrd\" is empty"
+        );
+        assert_eq!(
+            error_of(system(vec![linux(0x10_0000, 0x100_0000)])),
+            "vm[0].initrd: \"initrd\" is 16777216 bytes, but it must fit in the first memory region (0x40100000..0x41100000) below the device tree without overlapping the image (0x40201000..0x40301000)"
+        );
+    }
+
+    #[test]
+    fn reset_actions_have_names() {
+        for a in ResetAction::ALL {
+            assert_eq!(ResetAction::from_name(a.name()), Some(a));
+        }
+        assert_eq!(ResetAction::from_name("reboot"), None);
     }
 
     #[test]

@@ -229,6 +229,10 @@ fn chosen_and_aliases(fdt: &mut FdtWriter, vm: &VmConfig, rng_seed: &[u8; 32]) -
         fdt.property_string("stdout-path", console)?;
     }
     fdt.property("rng-seed", rng_seed)?;
+    if let Some(initrd) = vm.initrd_region() {
+        fdt.property_u64("linux,initrd-start", initrd.base)?;
+        fdt.property_u64("linux,initrd-end", initrd.base + initrd.size)?;
+    }
     fdt.end_node(chosen)?;
     let aliases = fdt.begin_node("aliases")?;
     for (i, path) in uarts.iter().enumerate() {
@@ -246,7 +250,7 @@ fn strings(values: &[&str]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::board::QEMU_VIRT;
-    use crate::config::{ImageConfig, MemoryRegion, VmKind};
+    use crate::config::{ImageConfig, InitrdConfig, MemoryRegion, ResetAction, VmKind};
     use alloc::vec;
     use fdt::Fdt;
 
@@ -272,7 +276,9 @@ mod tests {
                 path: "probe.bin".into(),
                 load: None,
                 size: 0x1000,
+                kernel: None,
             },
+            initrd: None,
             bootargs: "mode=crash".into(),
             devices: vec![
                 DeviceConfig::Pl011 {
@@ -281,6 +287,7 @@ mod tests {
                 },
                 DeviceConfig::TestDev { base: 0x0a00_0000 },
             ],
+            on_reset: ResetAction::Restart,
         }
     }
 
@@ -401,6 +408,34 @@ mod tests {
             .unwrap();
         assert_eq!(seed.value, SEED);
         assert_eq!(strings_of(&fdt, "/aliases", "serial0"), [uart]);
+    }
+
+    #[test]
+    fn an_initrd_is_announced_below_the_device_tree() {
+        let mut vm = probe_vm();
+        vm.initrd = Some(InitrdConfig {
+            path: "initrd".into(),
+            size: 0x1_0001,
+        });
+        let b = blob(&vm);
+        let fdt = Fdt::new(&b).unwrap();
+        assert_eq!(
+            cells(&fdt, "/chosen", "linux,initrd-start"),
+            [0, 0x401d_f000]
+        );
+        assert_eq!(cells(&fdt, "/chosen", "linux,initrd-end"), [0, 0x401e_f001]);
+        assert!(fdt
+            .find_node("/chosen")
+            .unwrap()
+            .property("linux,initrd-start")
+            .is_some());
+        let plain = blob(&probe_vm());
+        let fdt = Fdt::new(&plain).unwrap();
+        assert!(fdt
+            .find_node("/chosen")
+            .unwrap()
+            .property("linux,initrd-start")
+            .is_none());
     }
 
     #[test]

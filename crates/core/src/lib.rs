@@ -13,6 +13,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod board;
+pub mod boot;
 pub mod bundle;
 pub mod config;
 pub mod devices;

@@ -9,7 +9,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use partita_core::board::Board;
-use partita_core::config::{VmConfig, DTB_SIZE};
+use partita_core::bundle::VmImages;
+use partita_core::config::{ResetAction, VmConfig, DTB_SIZE};
 use partita_core::fdt::guest_fdt;
 
 use crate::arch::aarch64::stage2::Stage2Map;
@@ -32,7 +33,7 @@ pub struct Vm {
     name: String,
     config: &'static VmConfig,
     board: &'static Board,
-    image: &'static [u8],
+    images: VmImages<'static>,
     memory: Vec<GuestMemory>,
     stage2: Stage2Map,
     pub devices: Devices,
@@ -45,7 +46,7 @@ impl Vm {
     /// Builds VM `index` of the bundled configuration and loads it for its first boot.
     pub fn build(system: &'static System, index: usize) -> Vm {
         let config = &system.bundle.config.vms[index];
-        let Some(image) = system.bundle.image(index) else {
+        let Some(images) = system.bundle.images(index) else {
             panic!("the bundle has no image for vm {}", config.name);
         };
         let memory: Vec<GuestMemory> = config
@@ -67,7 +68,7 @@ impl Vm {
             name: config.name.clone(),
             config,
             board: system.bundle.config.board.platform.board(),
-            image,
+            images,
             memory,
             stage2,
             devices: Devices::new(&config.devices, 1),
@@ -79,12 +80,6 @@ impl Vm {
         vm
     }
 
-    /// Guest-physical address of the device tree: the last 64 KiB of the first region.
-    fn dtb_address(&self) -> u64 {
-        let first = &self.config.memory[0];
-        first.base + first.size - DTB_SIZE
-    }
-
     /// Clears memory, copies the image and device tree in, and resets devices and the vCPU.
     fn load(&mut self) {
         let load = self.config.load_address().unwrap_or(0);
@@ -93,12 +88,20 @@ impl Vm {
             Ok(fdt) => panic!("vm {}: device tree of {} bytes", self.name, fdt.len()),
             Err(e) => panic!("vm {}: device tree: {e}", self.name),
         };
-        let dtb = self.dtb_address();
+        let dtb = self.config.dtb_address().unwrap_or(0);
         for m in &mut self.memory {
             m.clear();
         }
-        if !self.copy_in(load, self.image) || !self.copy_in(dtb, &fdt) {
-            panic!("vm {}: image or device tree outside its memory", self.name);
+        let initrd = match (self.config.initrd_region(), self.images.initrd) {
+            (Some(region), Some(bytes)) => self.copy_in(region.base, bytes),
+            (None, None) => true,
+            _ => false,
+        };
+        if !initrd || !self.copy_in(load, self.images.image) || !self.copy_in(dtb, &fdt) {
+            panic!(
+                "vm {}: image, initrd or device tree outside its memory",
+                self.name
+            );
         }
         for m in &self.memory {
             m.clean_to_poc();
@@ -128,6 +131,13 @@ impl Vm {
             self.vcpu.unload();
             self.console.flush_partial();
             match ending {
+                Ending::Reset if self.config.on_reset == ResetAction::Fault => {
+                    println!(
+                        "vm {}: reset requested; stopped (on_reset = \"fault\")",
+                        self.name
+                    );
+                    return Stop::Fault;
+                }
                 Ending::Reset => self.restart(),
                 Ending::Stop(Stop::Clean) => {
                     println!("vm {}: powered off", self.name);

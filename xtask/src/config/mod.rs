@@ -2,7 +2,8 @@
 //! images it names.
 //!
 //! The steps run in order and stop at the first mistake: read and parse the file, walk the
-//! schema, read every image (paths relative to the file's directory), plan physical memory
+//! schema, read every image and initrd (paths relative to the file's directory; an image's
+//! arm64 Image header, if any, places it as a Linux kernel), plan physical memory
 //! and run core's validation. Every mistake becomes one `LoadError` line
 //! `<file>: <key>: <problem>`; nothing here may panic on what the file says.
 
@@ -13,6 +14,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use partita_core::boot::KernelHeader;
 use partita_core::config::{self, ConfigError, SystemConfig};
 
 /// A configuration with its images, ready to bundle.
@@ -22,6 +24,8 @@ pub struct System {
     pub config: SystemConfig,
     /// `images[i]` is VM `i`'s image.
     pub images: Vec<Vec<u8>>,
+    /// `initrds[i]` is VM `i`'s initrd, if it has one.
+    pub initrds: Vec<Option<Vec<u8>>>,
 }
 
 /// A mistake in a configuration file, printed as one line: `<file>: <key>: <problem>`, or
@@ -65,12 +69,14 @@ pub fn load(file: &Path) -> Result<System, LoadError> {
     let mut config = parse(&text).map_err(at)?;
     let dir = file.parent().unwrap_or(Path::new("."));
     let images = read_images(&mut config, dir).map_err(at)?;
+    let initrds = read_initrds(&mut config, dir).map_err(at)?;
     config::plan_memory(&mut config).map_err(at)?;
     config::validate(&config).map_err(at)?;
     Ok(System {
         file: file.to_path_buf(),
         config,
         images,
+        initrds,
     })
 }
 
@@ -112,7 +118,32 @@ fn read_images(config: &mut SystemConfig, dir: &Path) -> Result<Vec<Vec<u8>>, Co
                 )
             })?;
             vm.image.size = bytes.len() as u64;
+            vm.image.kernel = KernelHeader::parse(&bytes);
             Ok(bytes)
+        })
+        .collect()
+}
+
+fn read_initrds(
+    config: &mut SystemConfig,
+    dir: &Path,
+) -> Result<Vec<Option<Vec<u8>>>, ConfigError> {
+    config
+        .vms
+        .iter_mut()
+        .enumerate()
+        .map(|(i, vm)| {
+            let Some(initrd) = vm.initrd.as_mut() else {
+                return Ok(None);
+            };
+            let bytes = fs::read(dir.join(&initrd.path)).map_err(|e| {
+                ConfigError::new(
+                    format!("vm[{i}].initrd"),
+                    format!("cannot read \"{}\": {e}", initrd.path),
+                )
+            })?;
+            initrd.size = bytes.len() as u64;
+            Ok(Some(bytes))
         })
         .collect()
 }

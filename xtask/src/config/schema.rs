@@ -7,8 +7,8 @@
 
 use partita_core::board::Platform;
 use partita_core::config::{
-    BoardConfig, ConfigError, DeviceConfig, ImageConfig, MemoryRegion, SystemConfig, VmConfig,
-    VmKind,
+    BoardConfig, ConfigError, DeviceConfig, ImageConfig, InitrdConfig, MemoryRegion, ResetAction,
+    SystemConfig, VmConfig, VmKind,
 };
 use toml::{Table, Value};
 
@@ -16,8 +16,9 @@ use super::fields::{wrong_type, Fields};
 
 const TOP_KEYS: [&str; 2] = ["board", "vm"];
 const BOARD_KEYS: [&str; 2] = ["platform", "cpus"];
-const VM_KEYS: [&str; 8] = [
-    "name", "kind", "priority", "cpus", "bootargs", "memory", "image", "device",
+const VM_KEYS: [&str; 10] = [
+    "name", "kind", "priority", "cpus", "bootargs", "memory", "image", "initrd", "device",
+    "on_reset",
 ];
 const MEMORY_KEYS: [&str; 3] = ["base", "size", "phys"];
 const IMAGE_KEYS: [&str; 2] = ["path", "load"];
@@ -89,6 +90,8 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
         .map(|(j, t)| memory(&f.key(&format!("memory[{j}]")), t))
         .collect::<Result<_, _>>()?;
     let image = image(&f)?;
+    let initrd = initrd(&f)?;
+    let on_reset = on_reset(&f)?;
     let devices = f
         .tables("device")?
         .into_iter()
@@ -102,8 +105,36 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
         cpus,
         memory,
         image,
+        initrd,
         bootargs,
         devices,
+        on_reset,
+    })
+}
+
+fn initrd(vm: &Fields) -> Result<Option<InitrdConfig>, ConfigError> {
+    match vm.string("initrd")? {
+        Some("") => Err(ConfigError::new(
+            vm.key("initrd"),
+            "the initrd path is empty",
+        )),
+        Some(path) => Ok(Some(InitrdConfig {
+            path: path.to_string(),
+            size: 0,
+        })),
+        None => Ok(None),
+    }
+}
+
+fn on_reset(vm: &Fields) -> Result<ResetAction, ConfigError> {
+    let Some(name) = vm.string("on_reset")? else {
+        return Ok(ResetAction::Restart);
+    };
+    ResetAction::from_name(name).ok_or_else(|| {
+        ConfigError::new(
+            vm.key("on_reset"),
+            format!("unknown action \"{name}\"; expected \"restart\" or \"fault\""),
+        )
     })
 }
 
@@ -139,6 +170,7 @@ fn image(vm: &Fields) -> Result<ImageConfig, ConfigError> {
         path,
         load,
         size: 0,
+        kernel: None,
     })
 }
 
@@ -217,6 +249,23 @@ mod tests {
         assert_eq!(vm.image.load, None);
         assert_eq!(vm.devices.len(), 2);
         assert_eq!(vm.devices[1], DeviceConfig::TestDev { base: 0x0a00_0000 });
+        assert_eq!(vm.initrd, None);
+        assert_eq!(vm.on_reset, ResetAction::Restart);
+    }
+
+    #[test]
+    fn linux_keys_parse() {
+        let text = PROBE.replace(
+            "image = \"probe.bin\"",
+            "image = \"Image\"\ninitrd = \"initrd.cpio\"\non_reset = \"fault\"",
+        );
+        let cfg = parse(&text).unwrap();
+        let vm = &cfg.vms[0];
+        assert_eq!(
+            vm.initrd.as_ref().map(|i| i.path.as_str()),
+            Some("initrd.cpio")
+        );
+        assert_eq!(vm.on_reset, ResetAction::Fault);
     }
 
     #[test]
