@@ -84,8 +84,9 @@ pub struct Board {
     pub hypervisor_load: u64,
     /// Largest number of physical CPUs.
     pub max_cpus: u8,
-    /// The physical PL011 console.
+    /// The physical PL011 console and its interrupt (INTID).
     pub uart: Region,
+    pub uart_irq: u32,
     /// GICv3 distributor.
     pub gicd: Region,
     /// GICv3 redistributors, one frame pair of `gicr_stride` bytes per CPU.
@@ -109,6 +110,7 @@ pub static QEMU_VIRT: Board = Board {
     hypervisor_load: 0x4020_0000,
     max_cpus: 4,
     uart: Region::new(0x0900_0000, 0x1000),
+    uart_irq: 33,
     gicd: Region::new(0x0800_0000, 0x1_0000),
     gicr: Region::new(0x080a_0000, 0x00f6_0000),
     gicr_stride: 0x2_0000,

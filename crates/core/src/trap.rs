@@ -174,6 +174,54 @@ fn decode_data_abort(iss: u64) -> DataAbort {
     }
 }
 
+/// A system register named by its encoding (op0, op1, CRn, CRm, op2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysregId {
+    pub op0: u8,
+    pub op1: u8,
+    pub crn: u8,
+    pub crm: u8,
+    pub op2: u8,
+}
+
+/// ICC_SGI1R_EL1: a guest's SGI request, trapped while HCR_EL2.IMO is set (IHI 0069 12.2).
+pub const ICC_SGI1R_EL1: SysregId = SysregId {
+    op0: 3,
+    op1: 0,
+    crn: 12,
+    crm: 11,
+    op2: 5,
+};
+
+/// A trapped MSR or MRS (EC 0x18; ARM ARM D23.2.41, ISS encoding for an exception from MSR,
+/// MRS or a system instruction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysregAccess {
+    pub id: SysregId,
+    /// Rt: the transfer register (31 is XZR).
+    pub register: Register,
+    /// Direction: MRS (a read) rather than MSR.
+    pub read: bool,
+}
+
+impl SysregAccess {
+    /// Decodes the ISS of an EC 0x18 syndrome; every value decodes.
+    pub fn decode(iss: u32) -> SysregAccess {
+        let field = |shift: u32, mask: u32| ((iss >> shift) & mask) as u8;
+        SysregAccess {
+            id: SysregId {
+                op0: field(20, 3),
+                op2: field(17, 7),
+                op1: field(14, 7),
+                crn: field(10, 0xf),
+                crm: field(1, 0xf),
+            },
+            register: Register::from_field(u64::from(iss >> 5)),
+            read: iss & 1 == 1,
+        }
+    }
+}
+
 /// Decodes an ESR_EL2 value taken from a lower exception level.
 pub fn decode(esr: u64) -> Syndrome {
     let ec = ((esr >> 26) & 0x3f) as u8;
@@ -216,6 +264,26 @@ mod tests {
     use super::*;
 
     const IL: u64 = 1 << 25;
+
+    #[test]
+    fn an_sgi_write_decodes_to_its_register() {
+        let iss = (3 << 20) | (5 << 17) | (12 << 10) | (3 << 5) | (11 << 1);
+        assert_eq!(
+            SysregAccess::decode(iss),
+            SysregAccess {
+                id: ICC_SGI1R_EL1,
+                register: Register::X(3),
+                read: false
+            }
+        );
+        let read_xzr = SysregAccess::decode(iss | (31 << 5) | 1);
+        assert_eq!(read_xzr.register, Register::Zero);
+        assert!(read_xzr.read);
+        assert_eq!(
+            decode((0x18 << 26) | IL | u64::from(iss)).cause,
+            TrapCause::SystemRegister { iss }
+        );
+    }
 
     fn dabt(iss: u64) -> DataAbort {
         match decode((0x24 << 26) | IL | iss).cause {

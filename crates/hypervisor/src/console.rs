@@ -3,7 +3,8 @@
 //! output as whole lines tagged `[<vm name>] `.
 //!
 //! Only this module touches the physical UART. A whole line is written under one lock hold, so
-//! lines from different CPUs never interleave. It must never block on input.
+//! lines from different CPUs never interleave. Input is read only when the UART's receive
+//! interrupt says characters are waiting (`read_input`); it must never block on input.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -12,10 +13,14 @@ use core::fmt::{self, Write};
 use partita_core::board::QEMU_VIRT;
 use spin::Mutex;
 
-/// PL011 registers used (offsets): data and flags.
+/// PL011 registers used (offsets): data, flags, interrupt mask.
 const UARTDR: usize = 0x00;
 const UARTFR: usize = 0x18;
+const UARTIMSC: usize = 0x38;
+const FR_RXFE: u32 = 1 << 4;
 const FR_TXFF: u32 = 1 << 5;
+/// UARTIMSC receive and receive-timeout interrupts.
+const IMSC_RX: u32 = (1 << 4) | (1 << 6);
 
 /// The longest VM line kept before it is printed anyway.
 const MAX_LINE: usize = 200;
@@ -37,6 +42,42 @@ impl Pl011 {
             while self.register(UARTFR).read_volatile() & FR_TXFF != 0 {}
             self.register(UARTDR).write_volatile(u32::from(byte));
         }
+    }
+}
+
+impl Pl011 {
+    fn get(&mut self) -> Option<u8> {
+        // SAFETY: as in `put`; reading UARTDR pops one received character.
+        unsafe {
+            if self.register(UARTFR).read_volatile() & FR_RXFE != 0 {
+                return None;
+            }
+            Some(self.register(UARTDR).read_volatile() as u8)
+        }
+    }
+
+    fn enable_receive_interrupt(&mut self) {
+        // SAFETY: as in `put`; only the receive interrupts are unmasked.
+        unsafe {
+            let imsc = self.register(UARTIMSC).read_volatile();
+            self.register(UARTIMSC).write_volatile(imsc | IMSC_RX);
+        }
+    }
+}
+
+/// Makes the physical UART raise its interrupt when a character arrives.
+pub fn enable_input() {
+    CONSOLE.lock().enable_receive_interrupt();
+}
+
+fn next_input() -> Option<u8> {
+    CONSOLE.lock().get()
+}
+
+/// Passes every character waiting in the physical UART to `take` (which may print).
+pub fn read_input(mut take: impl FnMut(u8)) {
+    while let Some(byte) = next_input() {
+        take(byte);
     }
 }
 

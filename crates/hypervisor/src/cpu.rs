@@ -8,7 +8,8 @@
 use alloc::vec::Vec;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
-use crate::arch::aarch64::psci;
+use crate::arch::aarch64::{gic, psci};
+use crate::irq;
 use crate::println;
 use crate::system::{self, System};
 use crate::vm::Vm;
@@ -43,6 +44,9 @@ pub fn run(cpu: usize) -> ! {
     if cpu != 0 {
         println!("CPU {cpu} up");
     }
+    let board = system.bundle.config.board.platform.board();
+    gic::init_cpu(board);
+    irq::enable_for_vms(board, cpu);
     for index in mine {
         let mut vm = Vm::build(system, index);
         let how = vm.run();

@@ -18,21 +18,30 @@ mod devices;
 mod heap;
 mod hypercall;
 mod inject;
+mod input;
+mod irq;
 mod memory;
 mod panic;
+mod seed;
 mod system;
 mod trap;
 mod vcpu;
+mod vgic;
 mod vm;
 
-/// Rust entry of the boot CPU, called once by `entry.rs` with a stack and a zeroed .bss.
+/// Rust entry of the boot CPU, called once by `entry.rs` with a stack and a zeroed .bss;
+/// `dtb` is the firmware's device tree (x0 at entry).
 #[no_mangle]
-extern "C" fn primary_main() -> ! {
+extern "C" fn primary_main(dtb: u64) -> ! {
+    let board = &partita_core::board::QEMU_VIRT;
     arch::aarch64::mmu::build_and_enable();
     arch::aarch64::vectors::install();
+    seed::init(dtb, &board.ram);
     heap::init();
     println!("Partita {} starting", env!("CARGO_PKG_VERSION"));
     let system = system::init();
+    arch::aarch64::gic::init_distributor(system.bundle.config.board.platform.board());
+    input::init(&system.bundle.config);
     cpu::start_secondaries(system);
     cpu::run(0)
 }

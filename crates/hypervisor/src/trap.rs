@@ -6,11 +6,14 @@
 //! never touch another VM or Partita's own memory on a guest's behalf.
 
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
-use partita_core::trap::{decode, fault_ipa, DataAbort, MmioAccess, TrapCause};
+use partita_core::trap::{
+    decode, fault_ipa, DataAbort, MmioAccess, SysregAccess, TrapCause, ICC_SGI1R_EL1,
+};
 
 use crate::arch::aarch64::vectors::Exit;
 use crate::hypercall;
 use crate::inject::{self, Injected};
+use crate::irq;
 use crate::system::Stop;
 use crate::vm::Vm;
 
@@ -27,8 +30,12 @@ pub enum Outcome {
 pub fn handle(vm: &mut Vm, exit: Exit) -> Outcome {
     match exit {
         Exit::Synchronous => synchronous(vm),
-        // No interrupt source is enabled yet: a stray physical interrupt needs nothing.
-        Exit::Irq | Exit::Fiq => Outcome::Resume,
+        Exit::Irq => {
+            irq::handle_pending(vm);
+            Outcome::Resume
+        }
+        // Partita uses Group 1 only: no FIQ is ever enabled.
+        Exit::Fiq => Outcome::Resume,
         Exit::SError => vm.fault(format_args!("SError")),
     }
 }
@@ -38,8 +45,12 @@ fn synchronous(vm: &mut Vm) -> Outcome {
     let syndrome = decode(esr);
     let len = syndrome.instruction_len;
     match syndrome.cause {
-        // No interrupts can wake the vCPU yet, so waiting returns at once.
-        TrapCause::WaitForInterrupt { .. } => skip(vm, len),
+        // WFE waits for an event only another vCPU of the VM could send: none exists.
+        TrapCause::WaitForInterrupt { wfe: true } => skip(vm, len),
+        TrapCause::WaitForInterrupt { wfe: false } => {
+            irq::wait_for_interrupt(vm);
+            skip(vm, len)
+        }
         TrapCause::Hvc { imm } => hypercall::handle(vm, imm),
         TrapCause::Smc { imm } => {
             skip(vm, len);
@@ -50,11 +61,22 @@ fn synchronous(vm: &mut Vm) -> Outcome {
             let injected = inject::prefetch_abort(vm, FAR_EL2.get());
             reflect(vm, injected)
         }
-        TrapCause::SystemRegister { .. } | TrapCause::Other { .. } => {
+        TrapCause::SystemRegister { iss } => system_register(vm, SysregAccess::decode(iss), len),
+        TrapCause::Other { .. } => {
             let injected = inject::undefined(vm);
             reflect(vm, injected)
         }
     }
+}
+
+/// A trapped MSR/MRS: SGI requests go to the virtual GIC; anything else is undefined.
+fn system_register(vm: &mut Vm, access: SysregAccess, len: u64) -> Outcome {
+    if access.id == ICC_SGI1R_EL1 && !access.read {
+        vm.vgic.send_sgi(vm.vcpu.reg(access.register));
+        return skip(vm, len);
+    }
+    let injected = inject::undefined(vm);
+    reflect(vm, injected)
 }
 
 /// Steps over the trapped instruction.
@@ -77,7 +99,7 @@ fn data_abort(vm: &mut Vm, abort: DataAbort, len: u64) -> Outcome {
     let far = FAR_EL2.get();
     let ipa = fault_ipa(HPFAR_EL2.get(), far);
     let emulated = match abort.access {
-        Some(access) if !abort.stage1_walk && !abort.far_invalid && vm.devices.claims(ipa) => {
+        Some(access) if !abort.stage1_walk && !abort.far_invalid => {
             emulate(vm, ipa, access, abort.write)
         }
         _ => false,
@@ -90,13 +112,28 @@ fn data_abort(vm: &mut Vm, abort: DataAbort, len: u64) -> Outcome {
     }
 }
 
-/// Performs the access on the device model; false when the model refuses it.
+/// Performs the access on the device model or virtual GIC window that claims `ipa`; false
+/// when none does or the model refuses it.
 fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
+    let gic = vm.vgic.claims(ipa);
+    if !gic && !vm.devices.claims(ipa) {
+        return false;
+    }
     if write {
         let value = vm.vcpu.reg(access.register) & access.size.mask();
-        vm.devices.write(ipa, access.size, value).is_ok()
+        let done = if gic {
+            vm.vgic.write(ipa, access.size, value)
+        } else {
+            vm.devices.write(ipa, access.size, value)
+        };
+        done.is_ok()
     } else {
-        match vm.devices.read(ipa, access.size) {
+        let read = if gic {
+            vm.vgic.read(ipa, access.size)
+        } else {
+            vm.devices.read(ipa, access.size)
+        };
+        match read {
             Ok(raw) => {
                 vm.vcpu.set_reg(access.register, access.load_value(raw));
                 true

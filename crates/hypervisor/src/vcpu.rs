@@ -7,6 +7,7 @@
 use partita_core::hypercall::affinity;
 use partita_core::trap::Register;
 
+use crate::arch::aarch64::gic_hyp::VirtualCpuInterface;
 use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg, El1Context};
 use crate::arch::aarch64::vectors::{enter_guest, Exit, GuestRegs};
 
@@ -22,7 +23,10 @@ const HCR_NO_GUEST: u64 = 1 << 31;
 /// HCR_EL2.APK and API: the guest's pointer-authentication keys and instructions do not trap.
 const HCR_PAUTH: u64 = (1 << 40) | (1 << 41);
 
-/// CNTHCTL_EL2 (E2H = 0): EL1PCTEN and EL1PCEN, guests may use the physical counter/timer.
+/// CNTHCTL_EL2 (E2H = 0): EL1PCTEN and EL1PCEN, guests may use the physical counter and
+/// the EL1 physical timer without traps. Guests keep their time with the virtual timer
+/// (CNTV, offset by CNTVOFF_EL2, its PPI forwarded); the physical timer's registers are
+/// switched with the vCPU, but its interrupt (PPI 30) is not delivered.
 const CNTHCTL_EL1_PHYSICAL: u64 = 0b11;
 
 /// The MPIDR every (uniprocessor) guest sees: affinity 0, bit 31 RES1.
@@ -31,6 +35,7 @@ pub const GUEST_MPIDR: u64 = 1 << 31;
 pub struct Vcpu {
     pub regs: GuestRegs,
     pub el1: El1Context,
+    cpu_interface: VirtualCpuInterface,
 }
 
 impl Vcpu {
@@ -43,22 +48,28 @@ impl Vcpu {
         Vcpu {
             regs,
             el1: El1Context::reset(),
+            cpu_interface: VirtualCpuInterface::default(),
         }
     }
 
-    /// Loads this vCPU's EL1 state and EL2 controls onto the current CPU.
-    pub fn load(&self) {
+    /// Loads this vCPU's EL1 state, virtual CPU interface and EL2 controls onto the current
+    /// CPU; the VM's virtual counter is the physical one minus `counter_offset`.
+    pub fn load(&self, counter_offset: u64) {
         write_sysreg!("hcr_el2", hcr());
         write_sysreg!("vmpidr_el2", GUEST_MPIDR);
         write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
         write_sysreg!("cnthctl_el2", CNTHCTL_EL1_PHYSICAL);
-        write_sysreg!("cntvoff_el2", 0);
+        write_sysreg!("cntvoff_el2", counter_offset);
+        self.cpu_interface.restore();
         self.el1.restore();
     }
 
-    /// Saves the EL1 state when the vCPU leaves the CPU.
+    /// Saves the EL1 state and virtual CPU interface when the vCPU leaves the CPU, and stops
+    /// its virtual timer so it cannot fire for a vCPU that is not there.
     pub fn unload(&mut self) {
         self.el1.save();
+        self.cpu_interface.save();
+        write_sysreg!("cntv_ctl_el0", 0);
         write_sysreg!("hcr_el2", HCR_NO_GUEST);
     }
 

@@ -13,15 +13,19 @@ use partita_core::bundle::VmImages;
 use partita_core::config::{ResetAction, VmConfig, DTB_SIZE};
 use partita_core::fdt::guest_fdt;
 
+use crate::arch::aarch64::gic;
 use crate::arch::aarch64::stage2::Stage2Map;
 use crate::arch::aarch64::sysreg::read_sysreg;
 use crate::console::VmConsole;
 use crate::devices::Devices;
+use crate::input;
 use crate::memory::GuestMemory;
 use crate::println;
+use crate::seed;
 use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
 use crate::vcpu::Vcpu;
+use crate::vgic::VirtualGic;
 
 /// Why the vCPU stopped running: the events that end `run_until_event`.
 enum Ending {
@@ -31,14 +35,21 @@ enum Ending {
 
 pub struct Vm {
     name: String,
+    /// Index in the configuration, and the physical CPU that runs the VM.
+    index: usize,
+    cpu: u8,
     config: &'static VmConfig,
     board: &'static Board,
     images: VmImages<'static>,
     memory: Vec<GuestMemory>,
     stage2: Stage2Map,
     pub devices: Devices,
+    pub vgic: VirtualGic,
     console: VmConsole,
     boots: u64,
+    /// CNTVOFF_EL2: the physical count when the VM was first built, so its virtual counter
+    /// starts near 0 and keeps counting across restarts.
+    counter_offset: u64,
     pub vcpu: Vcpu,
 }
 
@@ -64,16 +75,21 @@ impl Vm {
                 panic!("vm {}: stage-2 map failed: {e:?}", config.name);
             }
         }
+        let board = system.bundle.config.board.platform.board();
         let mut vm = Vm {
             name: config.name.clone(),
+            index,
+            cpu: config.cpus.first().copied().unwrap_or(0),
             config,
-            board: system.bundle.config.board.platform.board(),
+            board,
             images,
             memory,
             stage2,
             devices: Devices::new(&config.devices, 1),
+            vgic: VirtualGic::new(board),
             console: VmConsole::new(&config.name),
             boots: 1,
+            counter_offset: read_sysreg!("cntpct_el0"),
             vcpu: Vcpu::new(0, 0),
         };
         vm.load();
@@ -83,7 +99,8 @@ impl Vm {
     /// Clears memory, copies the image and device tree in, and resets devices and the vCPU.
     fn load(&mut self) {
         let load = self.config.load_address().unwrap_or(0);
-        let fdt = match guest_fdt(self.config, self.board, &rng_seed()) {
+        let seed = seed::for_vm(self.index, self.boots);
+        let fdt = match guest_fdt(self.config, self.board, &seed) {
             Ok(fdt) if fdt.len() as u64 <= DTB_SIZE => fdt,
             Ok(fdt) => panic!("vm {}: device tree of {} bytes", self.name, fdt.len()),
             Err(e) => panic!("vm {}: device tree: {e}", self.name),
@@ -107,7 +124,30 @@ impl Vm {
             m.clean_to_poc();
         }
         self.devices = Devices::new(&self.config.devices, self.boots);
+        self.vgic = VirtualGic::new(self.board);
+        // A forwarded timer interrupt the previous boot never deactivated would stay active.
+        gic::clear_active_ppi(self.board, self.board.timer_virt_irq);
         self.vcpu = Vcpu::new(load, dtb);
+    }
+
+    pub fn board(&self) -> &'static Board {
+        self.board
+    }
+
+    /// The physical CPU that runs this VM.
+    pub fn cpu(&self) -> u8 {
+        self.cpu
+    }
+
+    /// Moves console input into the VM's UART and drives the devices' interrupt lines.
+    pub fn update_interrupt_lines(&mut self) {
+        if let Some(uart) = self.devices.console_uart() {
+            input::take(self.index, |byte| uart.receive(byte));
+        }
+        for (irq, level) in self.devices.irq_lines() {
+            // Validation keeps device interrupts among the board's SPIs.
+            let _ = self.vgic.set_level(irq, level);
+        }
     }
 
     fn copy_in(&mut self, ipa: u64, bytes: &[u8]) -> bool {
@@ -126,8 +166,9 @@ impl Vm {
         println!("vm {}: starting (boot {})", self.name, self.boots);
         loop {
             self.stage2.activate();
-            self.vcpu.load();
+            self.vcpu.load(self.counter_offset);
             let ending = self.run_until_event();
+            self.vgic.unload();
             self.vcpu.unload();
             self.console.flush_partial();
             match ending {
@@ -150,7 +191,10 @@ impl Vm {
 
     fn run_until_event(&mut self) -> Ending {
         loop {
+            self.update_interrupt_lines();
+            self.vgic.before_entry();
             let exit = self.vcpu.run();
+            self.vgic.after_exit();
             let outcome = trap::handle(self, exit);
             self.devices.drain_uarts(&mut self.console);
             match outcome {
@@ -173,18 +217,4 @@ impl Vm {
         println!("vm {}: fault: {reason}; stopped", self.name);
         Outcome::Stop(Stop::Fault)
     }
-}
-
-/// Seed for the guest's `/chosen/rng-seed`: the physical counter, spread over 32 bytes. Not
-/// cryptographic; it only keeps guests from starting with identical entropy pools.
-fn rng_seed() -> [u8; 32] {
-    let mut x = read_sysreg!("cntpct_el0") | 1;
-    let mut seed = [0u8; 32];
-    for chunk in seed.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        chunk.copy_from_slice(&x.to_le_bytes());
-    }
-    seed
 }

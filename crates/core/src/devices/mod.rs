@@ -5,6 +5,7 @@
 //! ignore is ignored, and what it would reject returns `Err(AccessFault)` so the hypervisor
 //! injects an abort. A model never panics on guest input.
 
+pub mod console_input;
 pub mod pl011;
 pub mod testdev;
 

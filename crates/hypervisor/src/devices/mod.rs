@@ -32,6 +32,8 @@ impl Model {
 /// A device model at its guest-physical window.
 pub struct Device {
     window: Region,
+    /// The SPI the device drives, if any.
+    irq: Option<u32>,
     model: Model,
 }
 
@@ -47,6 +49,7 @@ impl Devices {
             .iter()
             .map(|d| Device {
                 window: d.window(),
+                irq: d.irq(),
                 model: match d {
                     DeviceConfig::Pl011 { .. } => Model::Uart(Pl011::new()),
                     DeviceConfig::TestDev { .. } => Model::Test(TestDevice::new(boots)),
@@ -80,6 +83,25 @@ impl Devices {
     pub fn write(&mut self, ipa: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
         let (model, offset) = self.at(ipa).ok_or(AccessFault)?;
         model.device().write(offset, size, value)
+    }
+
+    /// The interrupt lines of the devices that have one, and whether each is asserted.
+    pub fn irq_lines(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
+        self.devices.iter().filter_map(|d| {
+            let level = match &d.model {
+                Model::Uart(uart) => uart.irq_pending(),
+                Model::Test(_) => false,
+            };
+            d.irq.map(|irq| (irq, level))
+        })
+    }
+
+    /// The VM's console UART (its first PL011), which receives console input.
+    pub fn console_uart(&mut self) -> Option<&mut Pl011> {
+        self.devices.iter_mut().find_map(|d| match &mut d.model {
+            Model::Uart(uart) => Some(uart),
+            Model::Test(_) => None,
+        })
     }
 
     /// Moves everything the VM's UARTs transmitted to its console.

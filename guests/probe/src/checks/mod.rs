@@ -70,7 +70,7 @@ const CHECKS: &[Check] = &[
     check("unmapped memory at 0x100000000: load and store abort", faults::unmapped_high),
     check("pl011: PrimeCell IDs, 64-bit access aborts",           faults::pl011_ids),
     check("testdev BOOTS is 1",                                   testdev::first_boot),
-    check("WFI and WFE return",                                   faults::wfi_wfe),
+    check("WFI wakes on the virtual timer, WFE returns",           faults::wfi_wfe),
 ];
 
 pub struct Summary {

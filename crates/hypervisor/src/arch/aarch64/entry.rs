@@ -1,7 +1,8 @@
 //! The boot entry: the arm64 Image header QEMU and boot loaders recognise, and the first
 //! instructions of every CPU at EL2.
 //!
-//! Before any Rust code runs, this sets CPTR_EL2 so FP/SIMD does not trap (Rust on
+//! The boot CPU keeps x0 (the firmware's device tree) for `primary_main`. Before any Rust
+//! code runs, this sets CPTR_EL2 so FP/SIMD does not trap (Rust on
 //! aarch64-unknown-none uses NEON registers), zeroes .bss (boot CPU only) and points SP_EL2 at
 //! the CPU's own stack. It must never touch memory other than .bss and the stacks: the MMU is
 //! still off, so every access is Device memory and must be aligned.
@@ -40,6 +41,7 @@ _start:
 
 .section .text.entry, "ax"
 primary_entry:
+    mov     x20, x0
     bl      cpu_el2_setup
     adrp    x1, __bss_start
     add     x1, x1, :lo12:__bss_start
@@ -51,6 +53,7 @@ primary_entry:
     b       1b
 2:  mov     x0, #0
     bl      cpu_set_stack
+    mov     x0, x20
     bl      primary_main
 3:  wfe
     b       3b

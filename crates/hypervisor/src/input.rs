@@ -1,0 +1,100 @@
+//! Console input routing: characters typed on the physical console go to the emulated UART
+//! of the VM that has focus; Ctrl-\ then a VM number (1..9, configuration order) moves the
+//! focus (`partita_core::devices::console_input`). VM 1 has focus at start.
+//!
+//! The CPU that takes the physical UART interrupt queues the characters per VM under one
+//! lock and kicks the CPU running the focused VM with an SGI; that CPU moves them into the
+//! VM's UART model before it next enters the guest. Queues are bounded: typing faster than a
+//! guest reads drops characters, as a real UART overrun would. This module must never touch
+//! a VM's state directly.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use heapless::Deque;
+use partita_core::config::SystemConfig;
+use partita_core::devices::console_input::{FocusKeys, Keystroke};
+use spin::{Mutex, Once};
+
+use crate::arch::aarch64::gic;
+use crate::{console, println};
+
+/// Characters kept per VM while its guest has not read them.
+const QUEUE_DEPTH: usize = 256;
+/// The SGI that tells a CPU input arrived for its VM.
+pub const KICK_SGI: u32 = 0;
+
+struct Router {
+    keys: FocusKeys,
+    focus: usize,
+    names: Vec<String>,
+    cpus: Vec<u8>,
+    queues: Vec<Deque<u8, QUEUE_DEPTH>>,
+}
+
+static ROUTER: Once<Mutex<Router>> = Once::new();
+
+/// Sets the routing up for the configured VMs and enables the physical UART's receive
+/// interrupt (boot CPU, once).
+pub fn init(config: &SystemConfig) {
+    ROUTER.call_once(|| {
+        Mutex::new(Router {
+            keys: FocusKeys::default(),
+            focus: 0,
+            names: config.vms.iter().map(|vm| vm.name.clone()).collect(),
+            cpus: config
+                .vms
+                .iter()
+                .map(|vm| vm.cpus.first().copied().unwrap_or(0))
+                .collect(),
+            queues: config.vms.iter().map(|_| Deque::new()).collect(),
+        })
+    });
+    console::enable_input();
+}
+
+/// Reads the physical UART (on its interrupt) and queues what was typed.
+pub fn receive(this_cpu: u8) {
+    let Some(router) = ROUTER.get() else {
+        return;
+    };
+    let mut kick = None;
+    console::read_input(|byte| {
+        let mut r = router.lock();
+        let vms = r.names.len();
+        match r.keys.feed(byte, vms) {
+            Keystroke::Byte(b) => {
+                let focus = r.focus;
+                if let Some(queue) = r.queues.get_mut(focus) {
+                    let _ = queue.push_back(b);
+                }
+                kick = r.cpus.get(focus).copied();
+            }
+            Keystroke::Focus(vm) => {
+                r.focus = vm;
+                println!("console: input goes to vm {}", r.names[vm]);
+            }
+            Keystroke::Swallowed => {}
+        }
+    });
+    if let Some(cpu) = kick.filter(|&cpu| cpu != this_cpu) {
+        gic::send_sgi(KICK_SGI as u8, cpu);
+    }
+}
+
+/// Hands VM `vm`'s queued characters to `deliver` until it refuses one (its FIFO is full).
+pub fn take(vm: usize, mut deliver: impl FnMut(u8) -> bool) {
+    let Some(router) = ROUTER.get() else {
+        return;
+    };
+    let mut r = router.lock();
+    let Some(queue) = r.queues.get_mut(vm) else {
+        return;
+    };
+    while let Some(&byte) = queue.front() {
+        if !deliver(byte) {
+            break;
+        }
+        queue.pop_front();
+    }
+}

@@ -1,0 +1,140 @@
+//! One VM's virtual GICv3 on the hardware: `partita_core::vgic::Vgic` (the model) joined to the
+//! VM's distributor and redistributor windows and to this CPU's list registers.
+//!
+//! After every exit `after_exit` folds the list registers into the model and silences the
+//! maintenance interrupt; before every entry `before_entry` lets the model choose the list
+//! registers and requests a maintenance interrupt when interrupts wait for room. The guest's
+//! distributor and redistributor accesses trap (their windows are not in stage 2) and are
+//! emulated by the model. The VM is uniprocessor: vCPU 0 only. This module must never touch
+//! the physical distributor.
+
+use partita_core::board::{Board, Region};
+use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
+use partita_core::vgic::{SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS, REDISTRIBUTOR_STRIDE};
+
+use crate::arch::aarch64::gic_hyp::{self, ICH_HCR_EN};
+
+/// The VM's only vCPU.
+const VCPU: usize = 0;
+
+enum Window {
+    Distributor,
+    Redistributor,
+}
+
+pub struct VirtualGic {
+    model: Vgic,
+    distributor: Region,
+    redistributor: Region,
+    list_registers: usize,
+}
+
+impl VirtualGic {
+    /// A reset GIC with `board`'s distributor and first redistributor windows, and its
+    /// virtual timer backed by the physical one.
+    pub fn new(board: &Board) -> Self {
+        let mut model = match Vgic::new(1, board.spis) {
+            Ok(model) => model,
+            Err(e) => panic!("virtual GIC: {e:?}"),
+        };
+        let timer = board.timer_virt_irq;
+        if let Err(e) = model.set_hw(VCPU, timer, Some(timer)) {
+            panic!("virtual timer interrupt: {e:?}");
+        }
+        VirtualGic {
+            model,
+            distributor: board.gicd,
+            redistributor: Region::new(board.gicr.base, REDISTRIBUTOR_STRIDE),
+            list_registers: gic_hyp::list_register_count(),
+        }
+    }
+
+    /// Whether a guest access at `ipa` belongs to the distributor or redistributor.
+    pub fn claims(&self, ipa: u64) -> bool {
+        self.window(ipa).is_some()
+    }
+
+    /// The window an access reaches and its offset there.
+    fn window(&self, ipa: u64) -> Option<(Window, u64)> {
+        let at = Region::new(ipa, 1);
+        if self.distributor.contains(&at) {
+            Some((Window::Distributor, ipa - self.distributor.base))
+        } else if self.redistributor.contains(&at) {
+            Some((Window::Redistributor, ipa - self.redistributor.base))
+        } else {
+            None
+        }
+    }
+
+    pub fn read(&mut self, ipa: u64, size: AccessSize) -> Result<u64, AccessFault> {
+        match self.window(ipa).ok_or(AccessFault)? {
+            (Window::Distributor, offset) => self.model.distributor().read(offset, size),
+            (Window::Redistributor, offset) => self.model.redistributors().read(offset, size),
+        }
+    }
+
+    pub fn write(&mut self, ipa: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
+        match self.window(ipa).ok_or(AccessFault)? {
+            (Window::Distributor, offset) => self.model.distributor().write(offset, size, value),
+            (Window::Redistributor, offset) => {
+                self.model.redistributors().write(offset, size, value)
+            }
+        }
+    }
+
+    /// A physical occurrence of an interrupt forwarded to the VM.
+    pub fn inject(&mut self, intid: u32) {
+        if let Err(e) = self.model.inject(VCPU, intid) {
+            panic!("injecting interrupt {intid}: {e:?}");
+        }
+    }
+
+    /// Drives the level of an emulated device's interrupt line.
+    pub fn set_level(&mut self, intid: u32, level: bool) -> Result<(), VgicError> {
+        self.model.set_level(VCPU, intid, level)
+    }
+
+    /// A trapped ICC_SGI1R_EL1 write from the vCPU.
+    pub fn send_sgi(&mut self, value: u64) {
+        // The only vCPU can reach only itself; a request for another target is dropped,
+        // as the GIC drops SGIs to PEs that do not exist.
+        let _ = self.model.send_sgi(VCPU, SgiRequest::decode(value));
+    }
+
+    /// Whether the vCPU has an interrupt to take (wakes it from WFI).
+    pub fn has_deliverable(&self) -> bool {
+        self.model.has_deliverable(VCPU)
+    }
+
+    fn live(&self) -> [u64; MAX_LIST_REGISTERS] {
+        let mut lrs = [0; MAX_LIST_REGISTERS];
+        gic_hyp::read_list_registers(&mut lrs[..self.list_registers]);
+        lrs
+    }
+
+    /// Folds what the guest did with its list registers into the model.
+    pub fn after_exit(&mut self) {
+        let lrs = self.live();
+        gic_hyp::set_hcr(0);
+        if let Err(e) = self.model.sync(VCPU, &lrs[..self.list_registers]) {
+            panic!("virtual GIC sync: {e:?}");
+        }
+    }
+
+    /// Loads the list registers the model chooses and enables the virtual CPU interface.
+    pub fn before_entry(&mut self) {
+        let lrs = self.live();
+        let flush = match self.model.flush(VCPU, &lrs[..self.list_registers]) {
+            Ok(flush) => flush,
+            Err(e) => panic!("virtual GIC flush: {e:?}"),
+        };
+        gic_hyp::write_list_registers(flush.values());
+        gic_hyp::set_hcr(ICH_HCR_EN | flush.hcr);
+    }
+
+    /// Empties the list registers when the vCPU leaves the CPU (the model keeps the state).
+    pub fn unload(&mut self) {
+        self.after_exit();
+        gic_hyp::write_list_registers(&[0; MAX_LIST_REGISTERS][..self.list_registers]);
+    }
+}
