@@ -1,0 +1,112 @@
+//! The hooks the FreeRTOS ARM_AARCH64_SRE port and kernel call into: the tick set-up
+//! (`configSETUP_TICK_INTERRUPT`), the IRQ dispatcher (`vApplicationFPUSafeIRQHandler`,
+//! reached through the port's FP-saving `vApplicationIRQHandler`), the idle hook and
+//! `configASSERT`.
+//!
+//! The tick is the EL1 virtual timer re-armed at absolute compare values, one period after
+//! the one that fired, so releases never drift. Each tick also releases the periodic
+//! real-time task with a direct-to-task notification and records the compare value that
+//! fired: that value is the release's programmed expiry, from which the task measures its
+//! dispatch latency. This module must never block or print from interrupt context.
+
+use crate::freertos::{self, Task};
+use crate::{console, timer};
+use core::ffi::{c_char, c_ulong, c_void, CStr};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+/// GIC priority of the tick: the port requires portLOWEST_USABLE_INTERRUPT_PRIORITY
+/// (30 of 32 levels) shifted by portPRIORITY_SHIFT (3), see FreeRTOSConfig.h.
+pub const TICK_PRIORITY: u8 = 30 << 3;
+/// INTIDs 1020..1023 are special (spurious); they mean no interrupt to handle.
+const INTID_MASK: u32 = 0x00ff_ffff;
+
+static TICK_INTID: AtomicU32 = AtomicU32::new(u32::MAX);
+static TICK_PERIOD: AtomicU64 = AtomicU64::new(0);
+/// Compare value of the most recent tick: the programmed expiry of the latest release.
+static LAST_RELEASE: AtomicU64 = AtomicU64::new(0);
+/// Releases the tick handler had to skip because it ran more than a period late.
+static SKIPPED_RELEASES: AtomicU64 = AtomicU64::new(0);
+/// The task released by every tick; null until `set_release_task`.
+static RELEASE_TASK: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
+
+/// Chooses the tick's interrupt and counter frequency; call before the scheduler starts.
+pub fn configure_tick(intid: u32, counter_frequency: u64) {
+    TICK_INTID.store(intid, Ordering::Relaxed);
+    let period = (counter_frequency / freertos::TICK_RATE_HZ).max(1);
+    TICK_PERIOD.store(period, Ordering::Relaxed);
+}
+
+/// Makes `task` the one each tick notifies.
+pub fn set_release_task(task: Task) {
+    RELEASE_TASK.store(task.into_raw(), Ordering::Release);
+}
+
+/// The tick period in counter ticks.
+pub fn tick_period() -> u64 {
+    TICK_PERIOD.load(Ordering::Relaxed)
+}
+
+/// Programmed expiry (counter value) of the most recent release.
+pub fn last_release() -> u64 {
+    LAST_RELEASE.load(Ordering::Acquire)
+}
+
+/// Releases skipped since start-up because the tick handler ran a whole period late.
+pub fn skipped_releases() -> u64 {
+    SKIPPED_RELEASES.load(Ordering::Relaxed)
+}
+
+/// `configSETUP_TICK_INTERRUPT()`: arms the first tick one period from now. The GIC side
+/// (group, priority, enable) was set up before the scheduler started.
+#[no_mangle]
+extern "C" fn vConfigureTickInterrupt() {
+    timer::start(timer::now() + tick_period());
+}
+
+/// The port's C-level IRQ handler, called with the acknowledged ICC_IAR1_EL1 value; the
+/// port writes the end of interrupt after it returns.
+#[no_mangle]
+extern "C" fn vApplicationFPUSafeIRQHandler(iar: u32) {
+    if iar & INTID_MASK == TICK_INTID.load(Ordering::Relaxed) {
+        on_tick();
+    }
+}
+
+/// Re-arms the timer (clearing its level interrupt), records the release, runs the
+/// kernel's tick and releases the real-time task.
+fn on_tick() {
+    let fired = timer::deadline();
+    let period = tick_period();
+    let late_periods = timer::now().saturating_sub(fired) / period;
+    if late_periods > 0 {
+        let skipped = SKIPPED_RELEASES.load(Ordering::Relaxed);
+        SKIPPED_RELEASES.store(skipped + late_periods, Ordering::Relaxed);
+    }
+    timer::set_deadline(fired + (late_periods + 1) * period);
+    LAST_RELEASE.store(fired, Ordering::Release);
+    freertos::tick_from_isr();
+    let task = RELEASE_TASK.load(Ordering::Acquire);
+    if !task.is_null() {
+        // SAFETY: RELEASE_TASK only ever holds a handle from `Task::into_raw`.
+        freertos::notify_from_isr(unsafe { Task::from_raw(task) });
+    }
+}
+
+/// Idle hook: wait for the next interrupt (under a hypervisor, this hands the CPU back).
+#[no_mangle]
+extern "C" fn vApplicationIdleHook() {
+    aarch64_cpu::asm::wfi();
+}
+
+/// `configASSERT` failure: report where and halt.
+#[no_mangle]
+extern "C" fn vAssertCalled(file: *const c_char, line: c_ulong) {
+    let file = if file.is_null() {
+        "?"
+    } else {
+        // SAFETY: the kernel passes __FILE__, a static NUL-terminated string.
+        unsafe { CStr::from_ptr(file) }.to_str().unwrap_or("?")
+    };
+    console::halt(format_args!("FreeRTOS assertion failed at {file}:{line}"))
+}
