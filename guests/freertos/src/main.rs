@@ -37,7 +37,7 @@ const DEMO_PRIORITY: u64 = 1;
 /// and `entry_el` the exception level the image was entered at.
 #[no_mangle]
 extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
-    if dtb == 0 || dtb % 8 != 0 {
+    if dtb == 0 || !dtb.is_multiple_of(8) {
         halt_silently();
     }
     // SAFETY: the loader (QEMU or Partita) passes a device tree blob's address in x0;

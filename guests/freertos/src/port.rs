@@ -5,9 +5,9 @@
 //!
 //! The tick is the EL1 virtual timer re-armed at absolute compare values, one period after
 //! the one that fired, so releases never drift. Each tick also releases the periodic
-//! real-time task with a direct-to-task notification and records the compare value that
-//! fired: that value is the release's programmed expiry, from which the task measures its
-//! dispatch latency. This module must never block or print from interrupt context.
+//! real-time task: it publishes the release (sequence number and the compare value that
+//! fired, i.e. the programmed expiry) and wakes the task with a direct-to-task
+//! notification. This module must never block or print from interrupt context.
 
 use crate::freertos::{self, Task};
 use crate::{console, timer};
@@ -23,10 +23,11 @@ const INTID_MASK: u32 = 0x00ff_ffff;
 
 static TICK_INTID: AtomicU32 = AtomicU32::new(u32::MAX);
 static TICK_PERIOD: AtomicU64 = AtomicU64::new(0);
-/// Compare value of the most recent tick: the programmed expiry of the latest release.
-static LAST_RELEASE: AtomicU64 = AtomicU64::new(0);
-/// Releases the tick handler had to skip because it ran more than a period late.
-static SKIPPED_RELEASES: AtomicU64 = AtomicU64::new(0);
+/// The latest release of the real-time task: its sequence number (1 for the first tick)
+/// and its programmed expiry (the compare value that fired). Written only by the tick
+/// handler; read with `latest_release`.
+static RELEASE_SEQUENCE: AtomicU64 = AtomicU64::new(0);
+static RELEASE_EXPIRY: AtomicU64 = AtomicU64::new(0);
 /// The task released by every tick; null until `set_release_task`.
 static RELEASE_TASK: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
 
@@ -47,14 +48,24 @@ pub fn tick_period() -> u64 {
     TICK_PERIOD.load(Ordering::Relaxed)
 }
 
-/// Programmed expiry (counter value) of the most recent release.
-pub fn last_release() -> u64 {
-    LAST_RELEASE.load(Ordering::Acquire)
+/// A release of the real-time task.
+#[derive(Clone, Copy)]
+pub struct Release {
+    /// Releases since start-up, this one included.
+    pub sequence: u64,
+    /// Programmed expiry, in counter ticks.
+    pub expiry: u64,
 }
 
-/// Releases skipped since start-up because the tick handler ran a whole period late.
-pub fn skipped_releases() -> u64 {
-    SKIPPED_RELEASES.load(Ordering::Relaxed)
+/// The latest release, read consistently (the tick handler may run between two loads).
+pub fn latest_release() -> Release {
+    loop {
+        let sequence = RELEASE_SEQUENCE.load(Ordering::Acquire);
+        let expiry = RELEASE_EXPIRY.load(Ordering::Acquire);
+        if RELEASE_SEQUENCE.load(Ordering::Acquire) == sequence {
+            return Release { sequence, expiry };
+        }
+    }
 }
 
 /// `configSETUP_TICK_INTERRUPT()`: arms the first tick one period from now. The GIC side
@@ -73,18 +84,18 @@ extern "C" fn vApplicationFPUSafeIRQHandler(iar: u32) {
     }
 }
 
-/// Re-arms the timer (clearing its level interrupt), records the release, runs the
-/// kernel's tick and releases the real-time task.
+/// Re-arms the timer (clearing its level interrupt), publishes the release, runs the
+/// kernel's tick and wakes the real-time task. A handler that runs whole periods late
+/// publishes the releases it passed over as well (the task counts them as missed); the
+/// kernel's tick count advances by one only.
 fn on_tick() {
     let fired = timer::deadline();
     let period = tick_period();
-    let late_periods = timer::now().saturating_sub(fired) / period;
-    if late_periods > 0 {
-        let skipped = SKIPPED_RELEASES.load(Ordering::Relaxed);
-        SKIPPED_RELEASES.store(skipped + late_periods, Ordering::Relaxed);
-    }
-    timer::set_deadline(fired + (late_periods + 1) * period);
-    LAST_RELEASE.store(fired, Ordering::Release);
+    let passed_over = timer::now().saturating_sub(fired) / period;
+    timer::set_deadline(fired + (passed_over + 1) * period);
+    let sequence = RELEASE_SEQUENCE.load(Ordering::Relaxed) + 1 + passed_over;
+    RELEASE_EXPIRY.store(fired + passed_over * period, Ordering::Release);
+    RELEASE_SEQUENCE.store(sequence, Ordering::Release);
     freertos::tick_from_isr();
     let task = RELEASE_TASK.load(Ordering::Acquire);
     if !task.is_null() {

@@ -2,9 +2,10 @@
 //! released every 1 ms by the tick interrupt.
 //!
 //! Latency = counter value when the task starts running minus the programmed expiry of
-//! the release (the compare value the tick handler recorded), in ns of the generic counter.
-//! A miss is a release whose task started only after the next release was due, or one the
-//! task never saw (several notifications consumed at once, or skipped by a late tick).
+//! the oldest release it has not handled yet (the compare value the tick handler
+//! published), in ns of the generic counter; one sample per wake-up. A miss is a release
+//! whose task run started only after the following release was due (so releases the task
+//! never got a run of its own for are misses too).
 //! Once a second (every 1000 releases) it prints exactly one line:
 //! `rt: samples=<n> max_ns=<ns> mean_ns=<ns> misses=<n>` (cumulative since start-up).
 
@@ -34,14 +35,13 @@ impl DispatchStats {
         self.total_ns.checked_div(self.samples).unwrap_or(0)
     }
 
-    /// Prints the report line; `skipped` releases (never seen by the task) count as misses.
-    fn report(&self, skipped: u64) {
+    fn report(&self) {
         console::line(format_args!(
             "rt: samples={} max_ns={} mean_ns={} misses={}",
             self.samples,
             self.max_ns,
             self.mean_ns(),
-            self.misses + skipped
+            self.misses
         ));
     }
 }
@@ -51,19 +51,27 @@ pub extern "C" fn dispatch_latency_task(_: *mut c_void) {
     let frequency = timer::frequency();
     let period = port::tick_period();
     let mut stats = DispatchStats::default();
-    let mut releases: u64 = 0;
+    let mut handled: u64 = 0;
     let mut next_report = RELEASES_PER_REPORT;
     loop {
-        let consumed = u64::from(freertos::wait_notification());
+        freertos::wait_notification();
         let started = timer::now();
-        let expiry = port::last_release();
-        let late = started.saturating_sub(expiry);
-        stats.record(timer::ticks_to_ns(late, frequency));
-        stats.misses += consumed.saturating_sub(1) + u64::from(late >= period);
-        releases += consumed.max(1);
-        let skipped = port::skipped_releases();
-        if releases + skipped >= next_report {
-            stats.report(skipped);
+        let latest = port::latest_release();
+        if latest.sequence <= handled {
+            // A notification given while the previous run was late: already accounted for.
+            continue;
+        }
+        let unhandled = latest.sequence - handled;
+        let oldest_expiry = latest.expiry - (unhandled - 1) * period;
+        stats.record(timer::ticks_to_ns(
+            started.saturating_sub(oldest_expiry),
+            frequency,
+        ));
+        let latest_missed = started.saturating_sub(latest.expiry) >= period;
+        stats.misses += (unhandled - 1) + u64::from(latest_missed);
+        handled = latest.sequence;
+        if handled >= next_report {
+            stats.report();
             next_report += RELEASES_PER_REPORT;
         }
     }
