@@ -11,6 +11,7 @@
 #![no_main]
 
 mod boot;
+mod bootargs;
 mod console;
 mod demo;
 mod freertos;
@@ -18,10 +19,12 @@ mod gic;
 mod pl011;
 mod platform;
 mod port;
+mod psci;
 mod rt;
 mod timer;
 mod vectors;
 
+use bootargs::BootArgs;
 use core::panic::PanicInfo;
 use fdt::Fdt;
 use gic::Gic;
@@ -55,7 +58,22 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
         Ok(platform) => platform,
         Err(error) => console::halt(format_args!("device tree at {dtb:#x}: {error}")),
     };
+    psci::init(&fdt);
+    let args = BootArgs::from_fdt(&fdt);
+    if let Some(samples) = args.rt_samples {
+        rt::limit_samples(samples);
+    }
     print_banner(&platform, dtb, entry_el);
+    match args.rt_samples {
+        Some(samples) => console::line(format_args!(
+            "psci: {}; rt: powering off after {samples} samples",
+            psci::conduit_name()
+        )),
+        None => console::line(format_args!(
+            "psci: {}; rt: running until stopped",
+            psci::conduit_name()
+        )),
+    }
     start(&platform)
 }
 

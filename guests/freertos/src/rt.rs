@@ -8,9 +8,19 @@
 //! never got a run of its own for are misses too).
 //! Once a second (every 1000 releases) it prints exactly one line:
 //! `rt: samples=<n> max_ns=<ns> mean_ns=<ns> misses=<n>` (cumulative since start-up).
+//! With a sample limit it prints the line once more at the limit and powers off.
 
-use crate::{console, freertos, port, timer};
+use crate::{console, freertos, port, psci, timer};
 use core::ffi::c_void;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Samples after which the guest powers off; u64::MAX means never.
+static SAMPLE_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Powers the guest off after `samples` samples; call before the scheduler starts.
+pub fn limit_samples(samples: u64) {
+    SAMPLE_LIMIT.store(samples, Ordering::Relaxed);
+}
 
 /// Releases between two report lines (one second at the 1 kHz tick).
 const RELEASES_PER_REPORT: u64 = freertos::TICK_RATE_HZ;
@@ -53,6 +63,7 @@ pub extern "C" fn dispatch_latency_task(_: *mut c_void) {
     let mut stats = DispatchStats::default();
     let mut handled: u64 = 0;
     let mut next_report = RELEASES_PER_REPORT;
+    let limit = SAMPLE_LIMIT.load(Ordering::Relaxed);
     loop {
         freertos::wait_notification();
         let started = timer::now();
@@ -70,9 +81,15 @@ pub extern "C" fn dispatch_latency_task(_: *mut c_void) {
         let latest_missed = started.saturating_sub(latest.expiry) >= period;
         stats.misses += (unhandled - 1) + u64::from(latest_missed);
         handled = latest.sequence;
-        if handled >= next_report {
-            stats.report();
+        let second_over = handled >= next_report;
+        if second_over {
             next_report += RELEASES_PER_REPORT;
+        }
+        if second_over || stats.samples >= limit {
+            stats.report();
+        }
+        if stats.samples >= limit {
+            psci::system_off();
         }
     }
 }
