@@ -7,6 +7,7 @@
 
 use crate::freertos::{self, Mutex};
 use crate::pl011::Pl011;
+use crate::timer;
 use core::ffi::c_void;
 use core::fmt::{self, Write};
 use core::ptr;
@@ -47,10 +48,13 @@ pub fn line(args: fmt::Arguments<'_>) {
     lock.unlock();
 }
 
-/// Masks interrupts, prints `args` as a last line and stops the guest.
+/// Masks interrupts, stops the tick, prints `args` as a last line and stops the guest.
+/// The tick is stopped so that no interrupt stays pending: a pending (even masked)
+/// interrupt ends every WFI at once, and the halt loop would spin.
 pub fn halt(args: fmt::Arguments<'_>) -> ! {
     // SAFETY: masking interrupts at the CPU only stops this guest's own interrupt handling.
     unsafe { core::arch::asm!("msr daifset, #0xf", options(nomem, nostack)) };
+    timer::stop();
     write_line(format_args!("halted: {args}"));
     loop {
         aarch64_cpu::asm::wfi();

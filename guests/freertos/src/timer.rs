@@ -38,6 +38,12 @@ pub fn start(counter: u64) {
     barrier::isb(barrier::SY);
 }
 
+/// Disables the timer, withdrawing its interrupt.
+pub fn stop() {
+    CNTV_CTL_EL0.write(CNTV_CTL_EL0::ENABLE::CLEAR + CNTV_CTL_EL0::IMASK::SET);
+    barrier::isb(barrier::SY);
+}
+
 /// Converts counter ticks to nanoseconds at `frequency` Hz.
 pub fn ticks_to_ns(ticks: u64, frequency: u64) -> u64 {
     let ns = u128::from(ticks) * 1_000_000_000 / u128::from(frequency.max(1));
