@@ -18,7 +18,8 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 /// GIC priority of the tick: the port requires portLOWEST_USABLE_INTERRUPT_PRIORITY
 /// (30 of 32 levels) shifted by portPRIORITY_SHIFT (3), see FreeRTOSConfig.h.
 pub const TICK_PRIORITY: u8 = 30 << 3;
-/// INTIDs 1020..1023 are special (spurious); they mean no interrupt to handle.
+/// ICC_IAR1_EL1.INTID (bits [23:0]); the special INTIDs 1020..1023 (spurious) match no
+/// source and are left alone.
 const INTID_MASK: u32 = 0x00ff_ffff;
 
 static TICK_INTID: AtomicU32 = AtomicU32::new(u32::MAX);
