@@ -1,0 +1,34 @@
+//! Run-time options from the device tree's `/chosen/bootargs` (QEMU's `-append`, or the
+//! `bootargs` of the VM in Partita's configuration), decoded into typed values. Unknown
+//! words are ignored; a malformed value is ignored like a missing one.
+//!
+//! `rt.samples=<n>`: the real-time task powers off after `n` samples (default: never).
+
+use fdt::Fdt;
+
+/// Options the guest understands.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BootArgs {
+    pub rt_samples: Option<u64>,
+}
+
+impl BootArgs {
+    pub fn from_fdt(fdt: &Fdt<'_>) -> Self {
+        let line = fdt
+            .find_node("/chosen")
+            .and_then(|chosen| chosen.property("bootargs"))
+            .and_then(|property| property.as_str())
+            .unwrap_or("");
+        Self::parse(line)
+    }
+
+    fn parse(line: &str) -> Self {
+        let mut args = Self::default();
+        for word in line.split_ascii_whitespace() {
+            if let Some(value) = word.strip_prefix("rt.samples=") {
+                args.rt_samples = value.parse().ok().filter(|&n| n > 0);
+            }
+        }
+        args
+    }
+}

@@ -1,0 +1,74 @@
+//! The guest's console: whole lines on the PL011 the device tree named.
+//!
+//! Before the scheduler starts, lines go straight to the UART. Once tasks run, a FreeRTOS
+//! mutex keeps each line whole; it is never held across anything but formatting and
+//! writing one line, and interrupt handlers never print (except `halt`, which stops the
+//! guest and so cannot deadlock anything that matters).
+
+use crate::freertos::{self, Mutex};
+use crate::pl011::Pl011;
+use crate::timer;
+use core::ffi::c_void;
+use core::fmt::{self, Write};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// Base address of the UART; 0 until `init`.
+static UART_BASE: AtomicUsize = AtomicUsize::new(0);
+/// The line lock, created before the scheduler starts; null until then.
+static LINE_LOCK: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
+
+/// Takes the UART at `uart` as the console.
+///
+/// # Safety
+/// `uart` must be the address of a PL011 that nothing else drives.
+pub unsafe fn init(uart: usize) {
+    Pl011::new(uart).init();
+    UART_BASE.store(uart, Ordering::Release);
+}
+
+/// Creates the lock that keeps lines whole once several tasks print.
+pub fn create_line_lock() -> Result<(), freertos::OutOfMemory> {
+    let lock = Mutex::new()?;
+    LINE_LOCK.store(lock.into_raw(), Ordering::Release);
+    Ok(())
+}
+
+/// Prints one line.
+pub fn line(args: fmt::Arguments<'_>) {
+    let raw = LINE_LOCK.load(Ordering::Acquire);
+    if raw.is_null() || !freertos::scheduler_started() {
+        write_line(args);
+        return;
+    }
+    // SAFETY: LINE_LOCK only ever holds a handle from `Mutex::into_raw`.
+    let lock = unsafe { Mutex::from_raw(raw) };
+    lock.lock();
+    write_line(args);
+    lock.unlock();
+}
+
+/// Masks interrupts, stops the tick, prints `args` as a last line and stops the guest.
+/// The tick is stopped so that no interrupt stays pending: a pending (even masked)
+/// interrupt ends every WFI at once, and the halt loop would spin.
+pub fn halt(args: fmt::Arguments<'_>) -> ! {
+    // SAFETY: masking interrupts at the CPU only stops this guest's own interrupt handling.
+    unsafe { core::arch::asm!("msr daifset, #0xf", options(nomem, nostack)) };
+    timer::stop();
+    write_line(format_args!("halted: {args}"));
+    loop {
+        aarch64_cpu::asm::wfi();
+    }
+}
+
+fn write_line(args: fmt::Arguments<'_>) {
+    let base = UART_BASE.load(Ordering::Acquire);
+    if base == 0 {
+        return;
+    }
+    // SAFETY: `base` was given to `init`, whose contract makes it this guest's PL011.
+    let mut uart = unsafe { Pl011::new(base) };
+    // The PL011 writer cannot fail.
+    let _ = uart.write_fmt(args);
+    let _ = uart.write_str("\n");
+}

@@ -1,0 +1,153 @@
+//! GICv3 set-up for one CPU at EL1 (GICv3/v4 architecture specification, IHI 0069).
+//!
+//! It owns the distributor enable, finding and waking this CPU's redistributor, the
+//! configuration of a private interrupt (group, priority, enable) in the redistributor's
+//! SGI frame, and the CPU interface through the ICC_* system registers. Acknowledge and
+//! end-of-interrupt belong to the FreeRTOS port (portASM.S); this module never touches them.
+
+use aarch64_cpu::registers::{Readable, MPIDR_EL1};
+use core::arch::asm;
+use core::fmt;
+
+/// GICD_CTLR and its bits: EnableGrp1NS/EnableGrp1 (bit 0 or 1 depending on the security
+/// view), ARE (bit 4), and RWP (register write pending, bit 31). 12.9.4.
+const GICD_CTLR: usize = 0x0000;
+const GICD_CTLR_ENABLE: u32 = (1 << 4) | (1 << 1) | (1 << 0);
+const GICD_CTLR_RWP: u32 = 1 << 31;
+/// Size of one redistributor: RD_base and SGI_base frames (GICv4 adds two VLPI frames).
+const GICR_FRAME: usize = 0x2_0000;
+const GICR_VLPI_FRAMES: usize = 0x2_0000;
+const GICR_SGI_BASE: usize = 0x1_0000;
+/// GICR_TYPER: affinity in bits [63:32], VLPIS (bit 1), Last (bit 4). 12.11.37.
+const GICR_TYPER: usize = 0x0008;
+const GICR_TYPER_VLPIS: u64 = 1 << 1;
+const GICR_TYPER_LAST: u64 = 1 << 4;
+/// GICR_WAKER: ProcessorSleep (bit 1), ChildrenAsleep (bit 2). 12.11.40.
+const GICR_WAKER: usize = 0x0014;
+const WAKER_PROCESSOR_SLEEP: u32 = 1 << 1;
+const WAKER_CHILDREN_ASLEEP: u32 = 1 << 2;
+/// SGI-frame registers for INTIDs 0..31.
+const GICR_IGROUPR0: usize = 0x0080;
+const GICR_ISENABLER0: usize = 0x0100;
+const GICR_IPRIORITYR: usize = 0x0400;
+
+/// Why the GIC could not be set up.
+#[derive(Clone, Copy, Debug)]
+pub enum GicError {
+    /// No redistributor in the device-tree region matches this CPU's MPIDR.
+    NoRedistributor,
+    /// The INTID is not a private peripheral interrupt.
+    NotAPpi(u32),
+}
+
+impl fmt::Display for GicError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoRedistributor => f.write_str("no redistributor matches this CPU's MPIDR"),
+            Self::NotAPpi(intid) => write!(f, "INTID {intid} is not a PPI"),
+        }
+    }
+}
+
+/// This CPU's view of the GIC.
+pub struct Gic {
+    redistributor: usize,
+}
+
+impl Gic {
+    /// Enables the distributor, wakes this CPU's redistributor and enables the CPU interface
+    /// with every priority unmasked.
+    ///
+    /// # Safety
+    /// `distributor` and `redistributors..+redistributors_size` must be the GICv3 register
+    /// regions of the platform, and nothing else may program them.
+    pub unsafe fn init(
+        distributor: usize,
+        redistributors: usize,
+        redistributors_size: usize,
+    ) -> Result<Self, GicError> {
+        write32(distributor + GICD_CTLR, GICD_CTLR_ENABLE);
+        while read32(distributor + GICD_CTLR) & GICD_CTLR_RWP != 0 {}
+        let redistributor = find_redistributor(redistributors, redistributors_size)?;
+        let waker = read32(redistributor + GICR_WAKER);
+        write32(redistributor + GICR_WAKER, waker & !WAKER_PROCESSOR_SLEEP);
+        while read32(redistributor + GICR_WAKER) & WAKER_CHILDREN_ASLEEP != 0 {}
+        enable_cpu_interface();
+        Ok(Self { redistributor })
+    }
+
+    /// Puts private interrupt `intid` in group 1 at `priority` and enables it.
+    pub fn enable_ppi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
+        if !(16..32).contains(&intid) {
+            return Err(GicError::NotAPpi(intid));
+        }
+        let sgi = self.redistributor + GICR_SGI_BASE;
+        let bit = 1u32 << intid;
+        let priority_word = sgi + GICR_IPRIORITYR + (intid as usize & !3);
+        let shift = (intid % 4) * 8;
+        write32(sgi + GICR_IGROUPR0, read32(sgi + GICR_IGROUPR0) | bit);
+        let priorities = read32(priority_word) & !(0xff << shift);
+        write32(priority_word, priorities | (u32::from(priority) << shift));
+        write32(sgi + GICR_ISENABLER0, bit);
+        Ok(())
+    }
+}
+
+/// Walks the redistributor region for the frame whose GICR_TYPER affinity is this CPU's.
+fn find_redistributor(base: usize, size: usize) -> Result<usize, GicError> {
+    let mpidr = MPIDR_EL1.get();
+    let affinity = (mpidr & 0xff_ffff) | (((mpidr >> 32) & 0xff) << 24);
+    let mut frame = base;
+    while frame + GICR_FRAME <= base + size {
+        let typer = read64(frame + GICR_TYPER);
+        if typer >> 32 == affinity {
+            return Ok(frame);
+        }
+        if typer & GICR_TYPER_LAST != 0 {
+            break;
+        }
+        frame += GICR_FRAME;
+        if typer & GICR_TYPER_VLPIS != 0 {
+            frame += GICR_VLPI_FRAMES;
+        }
+    }
+    Err(GicError::NoRedistributor)
+}
+
+/// ICC_SRE_EL1.SRE, then priority mask open, binary point 0 (all priority bits group
+/// priority, as the port expects), group 1 enabled. 12.2.
+fn enable_cpu_interface() {
+    // SAFETY: the GICv3 CPU interface registers only affect this CPU's interrupt delivery;
+    // interrupts are masked in PSTATE during start-up, so nothing is delivered half-set-up.
+    unsafe {
+        asm!(
+            "mrs {t}, icc_sre_el1",
+            "orr {t}, {t}, #1",
+            "msr icc_sre_el1, {t}",
+            "isb",
+            "mov {t}, #0xff",
+            "msr icc_pmr_el1, {t}",
+            "msr icc_bpr1_el1, xzr",
+            "mov {t}, #1",
+            "msr icc_igrpen1_el1, {t}",
+            "isb",
+            t = out(reg) _,
+            options(nostack),
+        );
+    }
+}
+
+fn read32(address: usize) -> u32 {
+    // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
+    unsafe { core::ptr::read_volatile(address as *const u32) }
+}
+
+fn read64(address: usize) -> u64 {
+    // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
+    unsafe { core::ptr::read_volatile(address as *const u64) }
+}
+
+fn write32(address: usize, value: u32) {
+    // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
+    unsafe { core::ptr::write_volatile(address as *mut u32, value) }
+}

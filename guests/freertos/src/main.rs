@@ -1,0 +1,148 @@
+//! Partita's FreeRTOS guest: the real FreeRTOS kernel (FreeRTOS-Kernel V11.2.0 from the
+//! `freertos-next` crate, ARM_AARCH64_SRE port at EL1) with a Rust application.
+//!
+//! The crate owns the port glue (start-up, vectors, GICv3, generic-timer tick, PL011) and
+//! the demo: a 1 ms real-time task measuring its dispatch latency and two background tasks.
+//! One image runs natively on QEMU `virt` (entered at EL2, it drops to EL1 itself) and as a
+//! Partita VM (entered at EL1): it learns the platform from the device tree in x0 and never
+//! assumes an address.
+
+#![no_std]
+#![no_main]
+
+mod boot;
+mod bootargs;
+mod console;
+mod demo;
+mod freertos;
+mod gic;
+mod pl011;
+mod platform;
+mod port;
+mod psci;
+mod rt;
+mod timer;
+mod vectors;
+
+use bootargs::BootArgs;
+use core::panic::PanicInfo;
+use fdt::Fdt;
+use gic::Gic;
+use platform::Platform;
+
+/// Stack of every task, in 8-byte words (formatting needs a few KiB).
+const TASK_STACK_WORDS: usize = 4096;
+/// The real-time task outranks everything; the demo tasks share the lowest task level.
+const RT_PRIORITY: u64 = freertos::MAX_PRIORITIES - 1;
+const DEMO_PRIORITY: u64 = 1;
+
+/// Entered from `boot.rs` at EL1h with interrupts masked, `dtb` as the loader passed it
+/// and `entry_el` the exception level the image was entered at.
+#[no_mangle]
+extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
+    if dtb == 0 || !dtb.is_multiple_of(8) {
+        halt_silently();
+    }
+    // SAFETY: the loader (QEMU or Partita) passes a device tree blob's address in x0;
+    // `from_ptr` checks its header before trusting its size.
+    let Ok(fdt) = (unsafe { Fdt::from_ptr(dtb as *const u8) }) else {
+        halt_silently()
+    };
+    let Ok(uart) = Platform::console(&fdt) else {
+        halt_silently()
+    };
+    // SAFETY: the device tree names this PL011 as the machine's UART, and the guest is the
+    // only software driving it.
+    unsafe { console::init(uart) };
+    let platform = match Platform::from_fdt(&fdt) {
+        Ok(platform) => platform,
+        Err(error) => console::halt(format_args!("device tree at {dtb:#x}: {error}")),
+    };
+    psci::init(&fdt);
+    let args = BootArgs::from_fdt(&fdt);
+    if let Some(samples) = args.rt_samples {
+        rt::limit_samples(samples);
+    }
+    print_banner(&platform, dtb, entry_el);
+    match args.rt_samples {
+        Some(samples) => console::line(format_args!(
+            "psci: {}; rt: powering off after {samples} samples",
+            psci::conduit_name()
+        )),
+        None => console::line(format_args!(
+            "psci: {}; rt: running until stopped",
+            psci::conduit_name()
+        )),
+    }
+    start(&platform)
+}
+
+/// Sets up the interrupt controller and tick, creates the tasks and starts FreeRTOS.
+fn start(platform: &Platform) -> ! {
+    // SAFETY: the regions come from the device tree's arm,gic-v3 node, and the guest is the
+    // only software programming the GIC at EL1.
+    let gic = unsafe {
+        Gic::init(
+            platform.gic_distributor,
+            platform.gic_redistributors,
+            platform.gic_redistributors_size,
+        )
+    }
+    .unwrap_or_else(|error| console::halt(format_args!("GICv3 set-up failed: {error}")));
+    gic.enable_ppi(platform.virtual_timer_intid, port::TICK_PRIORITY)
+        .unwrap_or_else(|error| console::halt(format_args!("tick interrupt: {error}")));
+    port::configure_tick(platform.virtual_timer_intid, timer::frequency());
+    console::create_line_lock()
+        .unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
+    spawn_tasks().unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
+    freertos::start_scheduler();
+    console::halt(format_args!("FreeRTOS scheduler returned"))
+}
+
+fn spawn_tasks() -> Result<(), freertos::OutOfMemory> {
+    let rt = freertos::spawn(
+        rt::dispatch_latency_task,
+        c"rt",
+        TASK_STACK_WORDS,
+        RT_PRIORITY,
+    )?;
+    port::set_release_task(rt);
+    freertos::spawn(demo::hello_task, c"hello", TASK_STACK_WORDS, DEMO_PRIORITY)?;
+    freertos::spawn(
+        demo::goodbye_task,
+        c"goodbye",
+        TASK_STACK_WORDS,
+        DEMO_PRIORITY,
+    )?;
+    Ok(())
+}
+
+fn print_banner(platform: &Platform, dtb: usize, entry_el: u64) {
+    console::line(format_args!(
+        "Partita FreeRTOS guest: FreeRTOS-Kernel V11.2.0, ARM_AARCH64_SRE port at EL1 (entered at EL{entry_el})"
+    ));
+    console::line(format_args!(
+        "platform (device tree at {dtb:#x}): pl011 {:#x}, gicv3 distributor {:#x} redistributors {:#x}, \
+         tick: virtual timer intid {} (physical {}) at {} Hz, memory {:#x}+{:#x}",
+        platform.uart,
+        platform.gic_distributor,
+        platform.gic_redistributors,
+        platform.virtual_timer_intid,
+        platform.physical_timer_intid,
+        timer::frequency(),
+        platform.memory_base,
+        platform.memory_size,
+    ));
+}
+
+/// Nothing to print on: wait forever with interrupts masked.
+fn halt_silently() -> ! {
+    loop {
+        aarch64_cpu::asm::wfi();
+    }
+}
+
+#[panic_handler]
+fn panic(info: &PanicInfo<'_>) -> ! {
+    console::halt(format_args!("panic: {info}"))
+}

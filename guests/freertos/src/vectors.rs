@@ -1,0 +1,92 @@
+//! The EL1 exception vector table the FreeRTOS port installs (`_freertos_vector_table`).
+//!
+//! Tasks run at EL1 on SP_EL0 (EL1t), interrupt handlers and start-up code on SP_EL1
+//! (EL1h). An SVC (the port's `portYIELD`) goes to the port's `FreeRTOS_SWI_Handler`, an
+//! IRQ to its `FreeRTOS_IRQ_Handler`; every other exception is reported on the console
+//! with its syndrome and the guest halts. This module never handles an exception itself.
+
+use crate::console;
+use aarch64_cpu::registers::{Readable, ELR_EL1, ESR_EL1, FAR_EL1};
+
+core::arch::global_asm!(
+    r#"
+    .macro unexpected kind
+    .balign 0x80
+    mov     x0, #\kind
+    b       report_unexpected_exception
+    .endm
+
+    // An SVC goes to the port's context switch; any other synchronous exception is
+    // reported. x0/x1 are preserved for the port's handler.
+    .macro sync_entry kind
+    .balign 0x80
+    stp     x0, x1, [sp, #-16]!
+    mrs     x0, esr_el1
+    lsr     x0, x0, #26
+    cmp     x0, #0x15
+    ldp     x0, x1, [sp], #16
+    b.eq    FreeRTOS_SWI_Handler
+    mov     x0, #\kind
+    b       report_unexpected_exception
+    .endm
+
+    .section .text.vectors, "ax"
+    .balign 0x800
+    .global _freertos_vector_table
+_freertos_vector_table:
+    sync_entry 0                    // current EL, SP_EL0: synchronous
+    .balign 0x80
+    b       FreeRTOS_IRQ_Handler    // current EL, SP_EL0: IRQ
+    unexpected 2
+    unexpected 3
+    sync_entry 4                    // current EL, SP_ELx: synchronous
+    .balign 0x80
+    b       FreeRTOS_IRQ_Handler    // current EL, SP_ELx: IRQ (nested)
+    unexpected 6
+    unexpected 7
+    unexpected 8
+    unexpected 9
+    unexpected 10
+    unexpected 11
+    unexpected 12
+    unexpected 13
+    unexpected 14
+    unexpected 15
+"#
+);
+
+/// Names of the sixteen vector entries, in table order.
+const VECTOR_NAMES: [&str; 16] = [
+    "sync from EL1t",
+    "IRQ from EL1t",
+    "FIQ from EL1t",
+    "SError from EL1t",
+    "sync from EL1h",
+    "IRQ from EL1h",
+    "FIQ from EL1h",
+    "SError from EL1h",
+    "sync from EL0 (AArch64)",
+    "IRQ from EL0 (AArch64)",
+    "FIQ from EL0 (AArch64)",
+    "SError from EL0 (AArch64)",
+    "sync from EL0 (AArch32)",
+    "IRQ from EL0 (AArch32)",
+    "FIQ from EL0 (AArch32)",
+    "SError from EL0 (AArch32)",
+];
+
+/// Reports an exception the guest does not expect and halts.
+#[no_mangle]
+extern "C" fn report_unexpected_exception(kind: u64) -> ! {
+    let name = usize::try_from(kind)
+        .ok()
+        .and_then(|index| VECTOR_NAMES.get(index))
+        .copied()
+        .unwrap_or("unknown vector");
+    console::halt(format_args!(
+        "unexpected exception: {name}: ESR_EL1={:#x} ELR_EL1={:#x} FAR_EL1={:#x}",
+        ESR_EL1.get(),
+        ELR_EL1.get(),
+        FAR_EL1.get()
+    ))
+}
