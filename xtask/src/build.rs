@@ -25,11 +25,18 @@ pub struct Guest {
     pub bin: &'static str,
 }
 
-pub const GUESTS: [Guest; 1] = [Guest {
-    name: "probe",
-    package: "partita-probe",
-    bin: "probe",
-}];
+pub const GUESTS: [Guest; 2] = [
+    Guest {
+        name: "probe",
+        package: "partita-probe",
+        bin: "probe",
+    },
+    Guest {
+        name: "freertos",
+        package: "partita-freertos",
+        bin: "freertos",
+    },
+];
 
 /// The hypervisor package and its binary.
 const HYPERVISOR_PACKAGE: &str = "partita";

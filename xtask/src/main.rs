@@ -101,6 +101,8 @@ impl ConfigArg {
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum NativeGuest {
     Linux,
+    #[value(name = "freertos")]
+    FreeRtos,
 }
 
 #[derive(Args)]
@@ -138,6 +140,13 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             linux_cmd,
             ..
         } => return run_native_linux(linux_cmd.as_deref(), icount, timeout),
+        Task::Run {
+            native: Some(NativeGuest::FreeRtos),
+            cpu,
+            icount,
+            timeout,
+            ..
+        } => return run_native_freertos(cpu.cpu, icount, timeout),
         Task::Run {
             config,
             cpu,
@@ -182,6 +191,20 @@ fn run_native_linux(job: Option<&str>, icount: bool, timeout: Option<u64>) -> Re
         no_reboot: false,
     };
     run_qemu(linux::native_command(&guest, &bootargs, &options), timeout)
+}
+
+/// Boots the FreeRTOS guest image directly on QEMU: it drops from EL2 to EL1 itself.
+fn run_native_freertos(cpu: Cpu, icount: bool, timeout: Option<u64>) -> Result<ExitCode> {
+    build::binaries()?;
+    let image = paths::guest_image("freertos");
+    let machine = Machine {
+        image: &image,
+        cpu,
+        cpus: 1,
+        icount,
+        gdb: false,
+    };
+    run_qemu(machine.command(), timeout)
 }
 
 /// Runs QEMU on this terminal and returns its exit status as ours.

@@ -53,7 +53,9 @@ impl Machine<'_> {
             .arg("-kernel")
             .arg(self.image);
         if self.icount {
-            cmd.args(["-icount", "shift=0,align=off,sleep=off"]);
+            // Deterministic runs also need a fixed seed and guest clock (BENCHMARKS.md).
+            cmd.args(["-icount", "shift=0,align=off,sleep=off", "-seed", "1"])
+                .args(["-rtc", "base=2020-01-01T00:00:00,clock=vm"]);
         }
         if self.gdb {
             cmd.args(["-S", "-gdb", &format!("tcp::{GDB_PORT}")]);
@@ -78,7 +80,7 @@ mod tests {
         };
         assert_eq!(
             describe(&machine.command()),
-            "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu max,pauth-impdef=on -m 4G -smp 2 -nographic -semihosting-config enable=on,target=native -kernel build/partita.img -icount shift=0,align=off,sleep=off -S -gdb tcp::1234"
+            "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu max,pauth-impdef=on -m 4G -smp 2 -nographic -semihosting-config enable=on,target=native -kernel build/partita.img -icount shift=0,align=off,sleep=off -seed 1 -rtc base=2020-01-01T00:00:00,clock=vm -S -gdb tcp::1234"
         );
     }
 }
