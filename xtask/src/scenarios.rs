@@ -38,7 +38,10 @@ const CLEAN_PROBE: &[Expect] = &[
     Expect::NoLine(PROBE_FAULT),
 ];
 
-pub const SCENARIOS: [Scenario; 4] = [
+const LINUX_JOB_START: &str = "[linux] partita: job start";
+const LINUX_FAULT: &str = "[partita] vm linux: fault: *";
+
+pub const SCENARIOS: [Scenario; 6] = [
     Scenario {
         name: "probe-cortex-a72",
         config: "configs/probe.toml",
@@ -79,6 +82,35 @@ pub const SCENARIOS: [Scenario; 4] = [
             Expect::NoLine(PROBE_FAILED),
             Expect::NoLine(PANIC),
             Expect::NoLine(PROBE_FAULT),
+        ],
+    },
+    Scenario {
+        name: "linux-timer",
+        config: "configs/tests/linux-timer.toml",
+        cpu: Cpu::CortexA72,
+        exit_status: 0,
+        timeout_secs: 180,
+        expect: &[
+            Expect::Line(LINUX_JOB_START),
+            Expect::Line("[linux] timer interrupts * then *"),
+            Expect::Line("[linux] partita: job exit 0"),
+            Expect::Line("[partita] vm linux: powered off"),
+            Expect::NoLine(PANIC),
+            Expect::NoLine(LINUX_FAULT),
+        ],
+    },
+    Scenario {
+        name: "linux-panic",
+        config: "configs/tests/linux-panic.toml",
+        cpu: Cpu::CortexA72,
+        exit_status: 1,
+        timeout_secs: 180,
+        expect: &[
+            Expect::Line(LINUX_JOB_START),
+            Expect::Line("[linux] *Kernel panic - not syncing: sysrq triggered crash"),
+            Expect::Line("[partita] vm linux: reset requested; stopped (on_reset = \"fault\")"),
+            Expect::NoLine("[linux] partita: job exit *"),
+            Expect::NoLine(PANIC),
         ],
     },
 ];

@@ -74,9 +74,9 @@ fn image_path(vm: &toml::Table) -> &str {
     }
 }
 
-/// Copies `config` into a scratch tree at the same relative place, with every image it
-/// names: the real file when it has been built, otherwise a small stand-in, so shipped
-/// configurations are checked before the guests are built.
+/// Copies `config` into a scratch tree at the same relative place, with every image and
+/// initrd it names: the real file when it has been built or prepared, otherwise a small
+/// stand-in, so shipped configurations are checked before the guests are built.
 fn staged(config: &Path, root: &Path, scratch: &Path) -> PathBuf {
     let copy = scratch.join(config.strip_prefix(root).unwrap());
     let dir = copy.parent().unwrap();
@@ -84,13 +84,16 @@ fn staged(config: &Path, root: &Path, scratch: &Path) -> PathBuf {
     fs::copy(config, &copy).unwrap();
     let table: toml::Table = fs::read_to_string(config).unwrap().parse().unwrap();
     for vm in table["vm"].as_array().unwrap() {
-        let image = image_path(vm.as_table().unwrap());
-        let target = dir.join(image);
-        fs::create_dir_all(target.parent().unwrap()).unwrap();
-        let real = config.parent().unwrap().join(image);
-        match fs::read(&real) {
-            Ok(bytes) => fs::write(&target, bytes).unwrap(),
-            Err(_) => fs::write(&target, [0u8; 4096]).unwrap(),
+        let vm = vm.as_table().unwrap();
+        let initrd = vm.get("initrd").and_then(toml::Value::as_str);
+        for file in std::iter::once(image_path(vm)).chain(initrd) {
+            let target = dir.join(file);
+            fs::create_dir_all(target.parent().unwrap()).unwrap();
+            let real = config.parent().unwrap().join(file);
+            match fs::read(&real) {
+                Ok(bytes) => fs::write(&target, bytes).unwrap(),
+                Err(_) => fs::write(&target, [0u8; 4096]).unwrap(),
+            }
         }
     }
     copy
