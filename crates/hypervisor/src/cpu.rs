@@ -2,10 +2,13 @@
 //!
 //! Issue 2 runs one VM per physical CPU: a CPU builds the VMs assigned to it and runs them one
 //! after the other (validation refuses two VMs on one CPU). A CPU owns its VMs outright, so no
-//! VM state is shared between CPUs. A CPU with nothing (left) to run parks in WFE; it must
-//! never touch another CPU's VM.
+//! VM state is shared between CPUs. A CPU with nothing (left) to run parks in WFI and only
+//! serves the interrupts it still owns (CPU 0 keeps reading console input for the VMs on
+//! other CPUs); it must never touch another CPU's VM.
 
 use alloc::vec::Vec;
+
+use partita_core::board::Board;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::{gic, psci};
@@ -52,11 +55,12 @@ pub fn run(cpu: usize) -> ! {
         let how = vm.run();
         system.vm_stopped(how);
     }
-    park()
+    park(board, cpu)
 }
 
-fn park() -> ! {
+fn park(board: &Board, cpu: usize) -> ! {
     loop {
-        aarch64_cpu::asm::wfe();
+        aarch64_cpu::asm::wfi();
+        irq::handle_idle(board, cpu as u8);
     }
 }

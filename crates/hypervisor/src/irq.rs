@@ -7,6 +7,8 @@
 //! guest's deactivation deactivates it. Every other interrupt is Partita's: it is handled,
 //! then deactivated. This module must never forward an interrupt the VM does not own.
 
+use partita_core::board::Board;
+
 use crate::arch::aarch64::gic;
 use crate::input;
 use crate::vm::Vm;
@@ -32,6 +34,18 @@ pub fn handle_pending(vm: &mut Vm) -> bool {
     forwarded
 }
 
+/// Handles the pending physical interrupts of a CPU that runs no VM (any more): console
+/// input is still read; the rest have no one to go to.
+pub fn handle_idle(board: &Board, cpu: u8) {
+    while let Some(intid) = gic::acknowledge() {
+        gic::end_of_interrupt(intid);
+        if intid == board.uart_irq {
+            input::receive(cpu);
+        }
+        gic::deactivate(intid);
+    }
+}
+
 /// WFI: waits on this CPU until the vCPU has an interrupt to take, or a physical interrupt
 /// was forwarded to it (a wake-up event, even while the guest keeps it disabled).
 pub fn wait_for_interrupt(vm: &mut Vm) {
@@ -49,7 +63,7 @@ pub fn wait_for_interrupt(vm: &mut Vm) {
 
 /// Enables the physical interrupts this CPU needs while it runs VMs: the virtual timer,
 /// the GIC maintenance interrupt and the input kick; CPU 0 also takes the console UART.
-pub fn enable_for_vms(board: &partita_core::board::Board, cpu: usize) {
+pub fn enable_for_vms(board: &Board, cpu: usize) {
     gic::enable(board, board.timer_virt_irq);
     gic::enable(board, board.maintenance_irq);
     gic::enable(board, input::KICK_SGI);
