@@ -12,7 +12,8 @@ use super::sysreg::{read_sysreg, write_sysreg};
 /// ICH_HCR_EL2.En: the virtual CPU interface signals virtual interrupts.
 pub const ICH_HCR_EN: u64 = 1;
 
-/// Calls `$body` with `$reg` bound to the encoding of ICH_LR<n>_EL2 for each `n` of a match.
+/// Expands `$m!("<encoding of ICH_LR<n>_EL2>")` for list register `$n` (0 to 15): the
+/// register is named in the instruction, so each one needs its own arm.
 macro_rules! for_lr {
     ($n:expr, $m:ident) => {
         match $n {
