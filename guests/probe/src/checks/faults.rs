@@ -1,8 +1,8 @@
 //! Checks of accesses Partita must refuse with an injected synchronous external abort
 //! (instructions without syndrome, a device that refuses, unmapped guest-physical memory),
-//! of the emulated PL011's identity, and of WFI waking on the virtual timer and WFE returning.
+//! and of the emulated PL011's identity.
 
-use super::{expect_abort, expect_eq, expect_no_exception, Outcome};
+use super::{expect_abort, expect_eq, Outcome};
 use crate::mmio::{self, Load, Store, UNTOUCHED};
 use crate::platform::Platform;
 
@@ -64,77 +64,4 @@ pub fn pl011_ids(p: &Platform) -> Outcome {
     let addr = p.uart + PL011_ID_BASE;
     Load::Double.run(addr);
     expect_abort(format_args!("ldr x at {addr:#x}"), addr)
-}
-
-/// CNTV_CTL_EL0: ENABLE, and ISTATUS (the timer condition is met).
-const TIMER_ENABLE: u64 = 1;
-const TIMER_ISTATUS: u64 = 1 << 2;
-/// Virtual-counter ticks until the timer fires (a few microseconds).
-const TIMER_TICKS: u64 = 200;
-/// The virtual timer's PPI.
-const TIMER_PPI: u64 = 27;
-/// The guest GIC sits where QEMU `virt` has it (Partita's generated device tree says so):
-/// GICD_CTLR, and the redistributor's GICR_WAKER, GICR_IGROUPR0 and GICR_ISENABLER0.
-const GICD_CTLR: u64 = 0x0800_0000;
-const GICR_WAKER: u64 = 0x080a_0014;
-const GICR_IGROUPR0: u64 = 0x080b_0080;
-const GICR_ISENABLER0: u64 = 0x080b_0100;
-/// GICD_CTLR: EnableGrp1 and ARE.
-const GICD_ENABLE_GRP1_ARE: u64 = (1 << 1) | (1 << 4);
-
-/// Enables the virtual timer's interrupt in the VM's GIC and CPU interface (PSTATE.I stays
-/// masked, so the interrupt is never taken: it only wakes WFI and is acknowledged by hand).
-fn enable_timer_interrupt() {
-    Store::Word.run(GICD_CTLR, GICD_ENABLE_GRP1_ARE);
-    Store::Word.run(GICR_WAKER, 0);
-    Store::Word.run(GICR_IGROUPR0, 1 << TIMER_PPI);
-    Store::Word.run(GICR_ISENABLER0, 1 << TIMER_PPI);
-    // SAFETY: ICC_PMR_EL1 and ICC_IGRPEN1_EL1 only configure this CPU's (virtual) interface.
-    unsafe {
-        core::arch::asm!(
-            "msr S3_0_C4_C6_0, {pmr}",
-            "msr S3_0_C12_C12_7, {one}",
-            "isb",
-            pmr = in(reg) 0xffu64,
-            one = in(reg) 1u64,
-        );
-    }
-}
-
-/// Acknowledges and ends the highest-priority interrupt (ICC_IAR1_EL1, ICC_EOIR1_EL1); its
-/// INTID.
-fn acknowledge_interrupt() -> u64 {
-    let intid: u64;
-    // SAFETY: acknowledging and ending an interrupt touches only the CPU interface.
-    unsafe {
-        core::arch::asm!(
-            "mrs {intid}, S3_0_C12_C12_0",
-            "msr S3_0_C12_C12_1, {intid}",
-            "isb",
-            intid = out(reg) intid,
-        );
-    }
-    intid & 0xff_ffff
-}
-
-/// WFI blocks until an interrupt is pending: with the virtual timer armed and its interrupt
-/// enabled it returns with the timer fired and its interrupt pending; WFE returns at once.
-pub fn wfi_wfe(_: &Platform) -> Outcome {
-    use aarch64_cpu::registers::{Readable, Writeable, CNTV_CTL_EL0, CNTV_TVAL_EL0};
-    enable_timer_interrupt();
-    CNTV_TVAL_EL0.set(TIMER_TICKS);
-    CNTV_CTL_EL0.set(TIMER_ENABLE);
-    aarch64_cpu::asm::wfi();
-    let ctl = CNTV_CTL_EL0.get();
-    CNTV_CTL_EL0.set(0);
-    let intid = acknowledge_interrupt();
-    expect_no_exception(format_args!("wfi"))?;
-    expect_eq(
-        format_args!("CNTV_CTL_EL0.ISTATUS after wfi"),
-        ctl & TIMER_ISTATUS,
-        TIMER_ISTATUS,
-    )?;
-    expect_eq(format_args!("ICC_IAR1_EL1 after wfi"), intid, TIMER_PPI)?;
-    aarch64_cpu::asm::wfe();
-    expect_no_exception(format_args!("wfe"))
 }

@@ -7,6 +7,7 @@
 
 mod faults;
 mod hypercalls;
+mod interrupts;
 mod testdev;
 
 use core::fmt::{self, Write};
@@ -70,7 +71,8 @@ const CHECKS: &[Check] = &[
     check("unmapped memory at 0x100000000: load and store abort", faults::unmapped_high),
     check("pl011: PrimeCell IDs, 64-bit access aborts",           faults::pl011_ids),
     check("testdev BOOTS is 1",                                   testdev::first_boot),
-    check("WFI wakes on the virtual timer, WFE returns",           faults::wfi_wfe),
+    check("WFI wakes on the virtual timer, WFE returns",           interrupts::wfi_wfe),
+    check("8 SGIs to self: all delivered through 4 list registers", interrupts::sgis_beyond_list_registers),
 ];
 
 pub struct Summary {
