@@ -69,6 +69,20 @@ fn describe_vm(out: &mut String, i: usize, vm: &VmConfig) {
         vm.image.size,
         vm.load_address().unwrap_or(0)
     );
+    if let Some(k) = vm.image.kernel {
+        let _ = writeln!(
+            out,
+            "             arm64 Linux Image: text_offset {:#x}, image_size {} bytes",
+            k.text_offset, k.image_size
+        );
+    }
+    if let (Some(initrd), Some(at)) = (&vm.initrd, vm.initrd_region()) {
+        let _ = writeln!(
+            out,
+            "  initrd     \"{}\" ({} bytes) at {:#x}",
+            initrd.path, initrd.size, at.base
+        );
+    }
     if let Some(first) = vm.memory.first() {
         let dtb = first.base + first.size - DTB_SIZE;
         let _ = writeln!(
