@@ -41,7 +41,7 @@ const CLEAN_PROBE: &[Expect] = &[
 const LINUX_JOB_START: &str = "[linux] partita: job start";
 const LINUX_FAULT: &str = "[partita] vm linux: fault: *";
 
-pub const SCENARIOS: [Scenario; 6] = [
+pub const SCENARIOS: [Scenario; 7] = [
     Scenario {
         name: "probe-cortex-a72",
         config: "configs/probe.toml",
@@ -95,6 +95,19 @@ pub const SCENARIOS: [Scenario; 6] = [
             Expect::Line("[linux] timer interrupts * then *"),
             Expect::Line("[linux] partita: job exit 0"),
             Expect::Line("[partita] vm linux: powered off"),
+            Expect::NoLine(PANIC),
+            Expect::NoLine(LINUX_FAULT),
+        ],
+    },
+    Scenario {
+        name: "linux-timer-max",
+        config: "configs/tests/linux-timer.toml",
+        cpu: Cpu::Max,
+        exit_status: 0,
+        timeout_secs: 180,
+        expect: &[
+            Expect::Line("[linux] timer interrupts * then *"),
+            Expect::Line("[linux] partita: job exit 0"),
             Expect::NoLine(PANIC),
             Expect::NoLine(LINUX_FAULT),
         ],
