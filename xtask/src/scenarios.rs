@@ -41,7 +41,7 @@ const CLEAN_PROBE: &[Expect] = &[
 const LINUX_JOB_START: &str = "[linux] partita: job start";
 const LINUX_FAULT: &str = "[partita] vm linux: fault: *";
 
-pub const SCENARIOS: [Scenario; 7] = [
+pub const SCENARIOS: [Scenario; 8] = [
     Scenario {
         name: "probe-cortex-a72",
         config: "configs/probe.toml",
@@ -108,6 +108,22 @@ pub const SCENARIOS: [Scenario; 7] = [
         expect: &[
             Expect::Line("[linux] timer interrupts * then *"),
             Expect::Line("[linux] partita: job exit 0"),
+            Expect::NoLine(PANIC),
+            Expect::NoLine(LINUX_FAULT),
+        ],
+    },
+    Scenario {
+        name: "linux-beside-probe",
+        config: "configs/tests/linux-beside-probe.toml",
+        cpu: Cpu::CortexA72,
+        exit_status: 0,
+        timeout_secs: 180,
+        expect: &[
+            Expect::Line(PROBE_PASSED),
+            Expect::NoLine(PROBE_FAILED),
+            Expect::Line("[linux] timer interrupts * then *"),
+            Expect::Line("[linux] partita: job exit 0"),
+            Expect::Line("[partita] all VMs powered off"),
             Expect::NoLine(PANIC),
             Expect::NoLine(LINUX_FAULT),
         ],
