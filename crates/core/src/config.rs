@@ -314,7 +314,7 @@ fn validate_vm(
             }
         }
     }
-    validate_devices(vm, i)?;
+    validate_devices(board, vm, i)?;
     validate_image(vm, i)
 }
 
@@ -397,7 +397,7 @@ fn validate_region(board: &Board, i: usize, j: usize, m: &MemoryRegion) -> Resul
     Ok(())
 }
 
-fn validate_devices(vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
+fn validate_devices(board: &Board, vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
     for (j, d) in vm.devices.iter().enumerate() {
         let key = |k: &str| format!("vm[{i}].device[{j}].{k}");
         let w = d.window();
@@ -441,10 +441,14 @@ fn validate_devices(vm: &VmConfig, i: usize) -> Result<(), ConfigError> {
             ));
         }
         if let Some(irq) = d.irq() {
-            if !(32..1020).contains(&irq) {
+            let last = 32 + board.spis - 1;
+            if !(32..=last).contains(&irq) {
                 return Err(ConfigError::new(
                     key("irq"),
-                    format!("{irq} is not a shared peripheral interrupt (32 to 1019)"),
+                    format!(
+                        "{irq} is not a shared peripheral interrupt of {} (32 to {last})",
+                        board.platform.name()
+                    ),
                 ));
             }
             if let Some((k, _)) = vm
