@@ -4,7 +4,7 @@
 
 use std::vec::Vec;
 
-use super::super::{RunQueue, SchedError, VcpuId, VcpuState};
+use super::super::{RunQueue, SchedError, VcpuId, VcpuState, MAX_VCPUS};
 use super::SLICE;
 
 /// SplitMix64 (Steele, Lea, Flood: "Fast splittable pseudorandom number generators", 2014):
@@ -74,16 +74,18 @@ fn step(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: &mut u64) {
     match rng.below(10) {
         0 => {
             let priority = u8::try_from(rng.below(PRIORITIES)).unwrap();
-            let result = q.add(vcpu, priority);
-            if result.is_ok() {
-                model.vcpus.push((vcpu, priority, None));
+            let expected = if known {
+                Err(SchedError::AlreadyQueued(vcpu))
+            } else if model.vcpus.len() == MAX_VCPUS {
+                Err(SchedError::Full)
             } else {
-                assert!(known || model.vcpus.len() == super::super::MAX_VCPUS);
-            }
+                model.vcpus.push((vcpu, priority, None));
+                Ok(())
+            };
+            assert_eq!(q.add(vcpu, priority), expected);
         }
         1 => {
-            let result = q.remove(vcpu);
-            assert_eq!(result.is_err(), !known);
+            assert_eq!(q.remove(vcpu), if known { Ok(()) } else { unknown });
             assert_eq!(q.state(vcpu), None);
             model.vcpus.retain(|v| v.0 != vcpu);
         }
@@ -94,9 +96,12 @@ fn step(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: &mut u64) {
                 vcpu
             };
             let d = deadline(rng, *now);
-            let result = q.block(vcpu, d);
-            assert_eq!(result.is_ok(), model.get(vcpu).is_some(), "{result:?}");
-            model.set_deadline(vcpu, d);
+            let known = model.get(vcpu).is_some();
+            assert_eq!(q.block(vcpu, d).is_ok(), known);
+            if known {
+                assert_eq!(q.state(vcpu), Some(VcpuState::Blocked));
+                model.set_deadline(vcpu, d);
+            }
         }
         4 => {
             let result = q.wake(vcpu);
