@@ -19,5 +19,6 @@ pub mod config;
 pub mod devices;
 pub mod fdt;
 pub mod hypercall;
+pub mod sched;
 pub mod trap;
 pub mod vgic;

@@ -1,0 +1,135 @@
+//! Timer deadlines of descheduled vCPUs: what goes on the EL2 timer and who wakes when the
+//! counter reaches it.
+
+use super::super::{ticks_from_micros, VcpuState, DEFAULT_SLICE_US};
+use super::*;
+
+#[test]
+fn a_blocked_vcpu_wakes_at_its_deadline() {
+    let mut q = queue(&[(LINUX, GPOS_PRIORITY)]);
+    q.block(LINUX, Some(500)).unwrap();
+    assert_eq!(q.pick(0).run, None);
+    assert_eq!(q.next_event(0), Some(500));
+    assert!(!q.should_preempt(499));
+    assert_eq!(q.pick(499).run, None);
+    assert!(q.should_preempt(500));
+    assert_eq!(q.pick(500).run, Some(LINUX));
+    assert_eq!(q.next_event(500), None, "the deadline was consumed");
+}
+
+#[test]
+fn a_deadline_already_past_wakes_at_once() {
+    let mut q = queue(&[(LINUX, GPOS_PRIORITY)]);
+    q.pick(0);
+    q.block(LINUX, Some(5)).unwrap();
+    assert!(q.should_preempt(10));
+    assert_eq!(q.next_event(10), Some(10));
+    assert_eq!(q.pick(10).run, Some(LINUX));
+}
+
+#[test]
+fn the_earliest_of_several_deadlines_is_programmed_and_served_first() {
+    let mut q = three_peers();
+    q.block(LINUX, Some(300)).unwrap();
+    q.block(OTHER, Some(200)).unwrap();
+    q.block(THIRD, Some(400)).unwrap();
+    assert_eq!(q.next_event(0), Some(200));
+    assert_eq!(q.pick(0).run, None);
+    let d = q.pick(350);
+    assert_eq!(d.run, Some(OTHER), "the earliest deadline is queued first");
+    assert_eq!(d.slice_end, Some(350 + SLICE));
+    assert_eq!(q.state(THIRD), Some(VcpuState::Blocked));
+    assert_eq!(
+        q.next_event(350),
+        Some(350 + SLICE),
+        "a peer waking at 400 could not run before the slice end"
+    );
+    assert_eq!(q.pick(450).run, Some(LINUX));
+}
+
+#[test]
+fn the_rtos_deadline_is_programmed_while_linux_runs() {
+    let mut q = rtos_and_linux();
+    q.pick(0);
+    q.block(RTOS, Some(1_000)).unwrap();
+    assert_eq!(q.pick(50).run, Some(LINUX));
+    assert_eq!(q.next_event(50), Some(1_000));
+    assert_eq!(q.pick(1_000).run, Some(RTOS));
+}
+
+#[test]
+fn a_lower_priority_deadline_is_not_programmed_while_the_rtos_runs() {
+    let mut q = rtos_and_linux();
+    q.block(LINUX, Some(100)).unwrap();
+    q.pick(0);
+    assert_eq!(q.next_event(0), None);
+    q.block(RTOS, Some(1_000)).unwrap();
+    assert_eq!(q.pick(50).run, None);
+    assert_eq!(q.next_event(50), Some(100));
+    assert_eq!(
+        q.pick(150).run,
+        Some(LINUX),
+        "late is fine: the RTOS had the CPU"
+    );
+    assert_eq!(q.next_event(150), Some(1_000));
+}
+
+#[test]
+fn a_peer_deadline_inside_the_slice_is_deferred_to_the_slice_end() {
+    let mut q = queue(&[(LINUX, GPOS_PRIORITY), (OTHER, GPOS_PRIORITY)]);
+    q.block(OTHER, Some(30)).unwrap();
+    q.pick(0);
+    assert_eq!(q.next_event(0), Some(SLICE));
+    assert_eq!(q.pick(SLICE).run, Some(OTHER));
+}
+
+#[test]
+fn a_peer_deadline_after_the_slice_takes_the_cpu_when_it_comes() {
+    let mut q = queue(&[(LINUX, GPOS_PRIORITY), (OTHER, GPOS_PRIORITY)]);
+    q.block(OTHER, Some(250)).unwrap();
+    q.pick(0);
+    assert_eq!(q.next_event(0), Some(250));
+    assert_eq!(q.pick(250).run, Some(OTHER));
+}
+
+#[test]
+fn a_deadline_set_while_blocked_replaces_the_old_one() {
+    let mut q = queue(&[(LINUX, GPOS_PRIORITY)]);
+    q.block(LINUX, None).unwrap();
+    q.set_timer_deadline(LINUX, Some(70)).unwrap();
+    assert_eq!(q.next_event(0), Some(70));
+    q.set_timer_deadline(LINUX, None).unwrap();
+    assert_eq!(q.next_event(0), None);
+    q.set_timer_deadline(LINUX, Some(80)).unwrap();
+    assert_eq!(q.pick(80).run, Some(LINUX));
+}
+
+#[test]
+fn a_ready_vcpu_has_no_deadline_to_program() {
+    let mut q = rtos_and_linux();
+    q.pick(0);
+    q.set_timer_deadline(LINUX, Some(40)).unwrap();
+    assert_eq!(q.next_event(0), None, "its expiry would change no decision");
+    assert_eq!(q.state(LINUX), Some(VcpuState::Ready));
+    q.block(RTOS, None).unwrap();
+    assert_eq!(q.pick(50).run, Some(LINUX));
+}
+
+#[test]
+fn expire_wakes_without_switching() {
+    let mut q = rtos_and_linux();
+    q.block(RTOS, Some(100)).unwrap();
+    q.pick(0);
+    q.expire(100);
+    assert_eq!(q.state(RTOS), Some(VcpuState::Ready));
+    assert_eq!(q.running(), Some(LINUX));
+    assert!(q.should_preempt(100));
+}
+
+#[test]
+fn slices_convert_from_microseconds() {
+    assert_eq!(ticks_from_micros(DEFAULT_SLICE_US, 62_500_000), 625_000);
+    assert_eq!(ticks_from_micros(1, 1_000_000_000), 1_000);
+    assert_eq!(ticks_from_micros(0, 62_500_000), 1, "never an empty slice");
+    assert_eq!(ticks_from_micros(u32::MAX, u64::MAX), u64::MAX);
+}

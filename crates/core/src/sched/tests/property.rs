@@ -1,0 +1,219 @@
+//! Random call sequences from a seeded generator, in any order the hypervisor could make them
+//! (and some it should not), each followed by a check of the policy's invariants against a
+//! small model of what the test asked for.
+
+use std::vec::Vec;
+
+use super::super::{RunQueue, SchedError, VcpuId, VcpuState, MAX_VCPUS};
+use super::SLICE;
+
+/// SplitMix64 (Steele, Lea, Flood: "Fast splittable pseudorandom number generators", 2014):
+/// a few lines, good enough to spread the calls, the same sequence for the same seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Ids drawn from a set a little larger than a queue holds, so some calls name vCPUs the
+/// queue does not know and some `add`s find it full.
+const IDS: u64 = 20;
+const PRIORITIES: u64 = 4;
+
+/// What the test has asked of the queue: each known vCPU's priority and, while it is blocked,
+/// the deadline it was given.
+#[derive(Default)]
+struct Model {
+    vcpus: Vec<(VcpuId, u8, Option<u64>)>,
+}
+
+impl Model {
+    fn get(&self, vcpu: VcpuId) -> Option<&(VcpuId, u8, Option<u64>)> {
+        self.vcpus.iter().find(|v| v.0 == vcpu)
+    }
+
+    fn priority(&self, vcpu: VcpuId) -> u8 {
+        self.get(vcpu).expect("a modelled vCPU").1
+    }
+
+    fn set_deadline(&mut self, vcpu: VcpuId, deadline: Option<u64>) {
+        if let Some(v) = self.vcpus.iter_mut().find(|v| v.0 == vcpu) {
+            v.2 = deadline;
+        }
+    }
+}
+
+fn id(rng: &mut Rng) -> VcpuId {
+    VcpuId::new(0, u16::try_from(rng.below(IDS)).unwrap())
+}
+
+/// A deadline around `now`: sometimes already past, sometimes far away, sometimes none.
+fn deadline(rng: &mut Rng, now: u64) -> Option<u64> {
+    match rng.below(4) {
+        0 => None,
+        1 => Some(now.saturating_sub(rng.below(3 * SLICE))),
+        _ => Some(now + rng.below(5 * SLICE)),
+    }
+}
+
+/// One random call; `Err` only where the model says the queue must refuse.
+fn step(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: &mut u64) {
+    let vcpu = id(rng);
+    let known = model.get(vcpu).is_some();
+    let unknown = Err(SchedError::UnknownVcpu(vcpu));
+    match rng.below(10) {
+        0 => {
+            let priority = u8::try_from(rng.below(PRIORITIES)).unwrap();
+            let expected = if known {
+                Err(SchedError::AlreadyQueued(vcpu))
+            } else if model.vcpus.len() == MAX_VCPUS {
+                Err(SchedError::Full)
+            } else {
+                model.vcpus.push((vcpu, priority, None));
+                Ok(())
+            };
+            assert_eq!(q.add(vcpu, priority), expected);
+        }
+        1 => {
+            assert_eq!(q.remove(vcpu), if known { Ok(()) } else { unknown });
+            assert_eq!(q.state(vcpu), None);
+            model.vcpus.retain(|v| v.0 != vcpu);
+        }
+        2 | 3 => {
+            let vcpu = if rng.below(2) == 0 {
+                q.running().unwrap_or(vcpu)
+            } else {
+                vcpu
+            };
+            let d = deadline(rng, *now);
+            let known = model.get(vcpu).is_some();
+            assert_eq!(q.block(vcpu, d).is_ok(), known);
+            if known {
+                assert_eq!(q.state(vcpu), Some(VcpuState::Blocked));
+                model.set_deadline(vcpu, d);
+            }
+        }
+        4 => {
+            let result = q.wake(vcpu);
+            if known {
+                assert_eq!(result, Ok(()));
+                assert_ne!(q.state(vcpu), Some(VcpuState::Blocked));
+            } else {
+                assert_eq!(result, unknown);
+            }
+        }
+        5 => {
+            let d = deadline(rng, *now);
+            let was_blocked = q.state(vcpu) == Some(VcpuState::Blocked);
+            assert_eq!(q.set_timer_deadline(vcpu, d).is_ok(), known);
+            if was_blocked {
+                model.set_deadline(vcpu, d);
+            }
+        }
+        6 => {
+            let was_running = q.running().is_some();
+            assert_eq!(q.yield_now().is_ok(), was_running);
+            assert_eq!(q.running(), None);
+        }
+        7 => q.expire(*now),
+        _ => *now += rng.below(2 * SLICE),
+    }
+}
+
+/// Invariants that hold after any call.
+fn check_always(q: &RunQueue, model: &Model, now: u64) {
+    let running: Vec<VcpuId> = model
+        .vcpus
+        .iter()
+        .map(|v| v.0)
+        .filter(|&v| q.state(v) == Some(VcpuState::Running))
+        .collect();
+    assert!(running.len() <= 1, "two vCPUs running: {running:?}");
+    assert_eq!(running.first().copied(), q.running());
+    for &(vcpu, _, _) in &model.vcpus {
+        assert!(q.state(vcpu).is_some(), "{vcpu:?} lost");
+    }
+    if let Some(event) = q.next_event(now) {
+        assert!(event >= now, "next event {event} before now {now}");
+    }
+}
+
+/// Invariants that hold right after `pick(now)`.
+fn check_after_pick(q: &RunQueue, model: &Model, now: u64) {
+    let run = q.running();
+    let top_ready = model
+        .vcpus
+        .iter()
+        .filter(|v| q.state(v.0) == Some(VcpuState::Ready))
+        .map(|v| v.1)
+        .max();
+    match run {
+        Some(r) => assert!(
+            top_ready <= Some(model.priority(r)),
+            "{r:?} runs below a ready vCPU"
+        ),
+        None => assert_eq!(top_ready, None, "idle while a vCPU is ready"),
+    }
+    assert!(!q.should_preempt(now), "pick left a preemption pending");
+    for &(vcpu, priority, deadline) in &model.vcpus {
+        if q.state(vcpu) != Some(VcpuState::Blocked) {
+            continue;
+        }
+        let Some(deadline) = deadline else {
+            continue;
+        };
+        assert!(deadline > now, "{vcpu:?} still blocked after its deadline");
+        let could_run = run.is_none_or(|r| priority > model.priority(r));
+        if could_run {
+            let event = q.next_event(now).expect("a wake-up to program");
+            assert!(
+                event <= deadline,
+                "EL2 timer {event} after {vcpu:?}'s deadline {deadline}"
+            );
+        }
+    }
+}
+
+fn run_sequence(seed: u64, calls: usize) {
+    let mut rng = Rng(seed);
+    let mut q = RunQueue::new(1 + rng.below(2 * SLICE));
+    let mut model = Model::default();
+    let mut now = rng.below(1_000);
+    for _ in 0..calls {
+        let before = q.running();
+        let preempt = q.should_preempt(now);
+        if rng.below(3) == 0 {
+            let d = q.pick(now);
+            assert_eq!(d.run, q.running());
+            assert_eq!(
+                preempt,
+                d.run != before,
+                "should_preempt disagrees with pick"
+            );
+            if let Some(end) = d.slice_end {
+                assert!(end > now, "slice end {end} not after {now}");
+            }
+            check_after_pick(&q, &model, now);
+        } else {
+            step(&mut q, &mut model, &mut rng, &mut now);
+        }
+        check_always(&q, &model, now);
+    }
+}
+
+#[test]
+fn random_call_sequences_keep_the_invariants() {
+    for seed in 0..300 {
+        run_sequence(seed, 400);
+    }
+}
