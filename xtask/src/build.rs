@@ -9,11 +9,12 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::config::{self, System};
 use crate::elf::Executable;
 use crate::image::{self, BootImage};
+use crate::linux;
 use crate::paths::{self, root, TARGET};
 use crate::process::{run, step};
 
@@ -71,10 +72,14 @@ pub fn hypervisor_elf() -> std::path::PathBuf {
     paths::release_elf(HYPERVISOR_BIN)
 }
 
-/// Loads `config_file` and writes its boot image to `out`.
-pub fn boot_image(config_file: &Path, out: &Path) -> Result<System> {
+/// Loads `config_file` and writes its boot image to `out`. With a `job`, every Linux VM runs
+/// it instead of its shell (the job goes on its kernel command line).
+pub fn boot_image(config_file: &Path, out: &Path, job: Option<&str>) -> Result<System> {
     step(format!("checking configuration {}", config_file.display()));
-    let system = config::load(config_file)?;
+    let mut system = config::load(config_file)?;
+    if let Some(job) = job {
+        give_linux_job(&mut system, job)?;
+    }
     let elf_path = hypervisor_elf();
     let elf = fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
     let BootImage {
@@ -89,6 +94,36 @@ pub fn boot_image(config_file: &Path, out: &Path) -> Result<System> {
     ));
     write(out, &bytes)?;
     Ok(system)
+}
+
+/// Appends `partita.job=<hex>` to the bootargs of every VM that boots an arm64 Linux Image.
+fn give_linux_job(system: &mut System, job: &str) -> Result<()> {
+    let arg = linux::job_bootarg(job);
+    let mut linux_vms = 0;
+    for vm in system
+        .config
+        .vms
+        .iter_mut()
+        .filter(|vm| vm.image.kernel.is_some())
+    {
+        vm.bootargs = format!("{} {arg}", vm.bootargs).trim_start().to_owned();
+        if vm.bootargs.len() > linux::MAX_BOOTARGS {
+            bail!(
+                "--linux-cmd: vm \"{}\": the kernel command line would be {} bytes, more than {} (the job is hex encoded: 2 bytes per character)",
+                vm.name,
+                vm.bootargs.len(),
+                linux::MAX_BOOTARGS
+            );
+        }
+        linux_vms += 1;
+    }
+    if linux_vms == 0 {
+        bail!(
+            "--linux-cmd: {} has no Linux VM (no VM image is an arm64 Linux Image)",
+            system.file.display()
+        );
+    }
+    Ok(())
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {

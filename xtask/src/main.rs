@@ -63,7 +63,7 @@ enum Task {
         #[arg(long, value_enum, value_name = "GUEST", conflicts_with = "config")]
         native: Option<NativeGuest>,
         /// Run CMD as the Linux guest's job instead of its shell, then power off.
-        #[arg(long, value_name = "CMD", requires = "native")]
+        #[arg(long, value_name = "CMD")]
         linux_cmd: Option<String>,
     },
     /// Build, then start QEMU halted with a gdb server on port 1234.
@@ -131,7 +131,7 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         Task::Setup => setup::setup()?,
         Task::Build(config) => {
             build::binaries()?;
-            build::boot_image(&config.file(), &paths::boot_image())?;
+            build::boot_image(&config.file(), &paths::boot_image(), None)?;
         }
         Task::Run {
             native: Some(NativeGuest::Linux),
@@ -152,8 +152,16 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             cpu,
             icount,
             timeout,
+            linux_cmd,
             ..
-        } => return run(&config.file(), cpu.cpu, icount, timeout),
+        } => {
+            let options = RunOptions {
+                cpu: cpu.cpu,
+                icount,
+                timeout,
+            };
+            return run(&config.file(), linux_cmd.as_deref(), &options);
+        }
         Task::Debug { config, cpu } => return debug(&config.file(), cpu.cpu),
         Task::Test if !suite::run_all() => return Ok(ExitCode::FAILURE),
         Task::Test => {}
@@ -168,18 +176,25 @@ fn exit_code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-fn run(config: &Path, cpu: Cpu, icount: bool, timeout: Option<u64>) -> Result<ExitCode> {
+/// How `run` starts QEMU.
+struct RunOptions {
+    cpu: Cpu,
+    icount: bool,
+    timeout: Option<u64>,
+}
+
+fn run(config: &Path, job: Option<&str>, options: &RunOptions) -> Result<ExitCode> {
     build::binaries()?;
     let image = paths::boot_image();
-    let system = build::boot_image(config, &image)?;
+    let system = build::boot_image(config, &image, job)?;
     let machine = Machine {
         image: &image,
-        cpu,
+        cpu: options.cpu,
         cpus: system.config.board.cpus,
-        icount,
+        icount: options.icount,
         gdb: false,
     };
-    run_qemu(machine.command(), timeout)
+    run_qemu(machine.command(), options.timeout)
 }
 
 /// Boots Debian's kernel and the project's initramfs directly on QEMU.
@@ -229,7 +244,7 @@ fn run_qemu(mut cmd: Command, timeout: Option<u64>) -> Result<ExitCode> {
 fn debug(config: &Path, cpu: Cpu) -> Result<ExitCode> {
     build::binaries()?;
     let image = paths::boot_image();
-    let system = build::boot_image(config, &image)?;
+    let system = build::boot_image(config, &image, None)?;
     let machine = Machine {
         image: &image,
         cpu,

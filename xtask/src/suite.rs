@@ -131,7 +131,7 @@ pub fn run_all() -> bool {
 fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
     let image = paths::scenario_image(scenario.name);
     let config = paths::shown(&root().join(scenario.config));
-    let system = build::boot_image(&config, &image)?;
+    let system = build::boot_image(&config, &image, None)?;
     let machine = Machine {
         image: &image,
         cpu: scenario.cpu,

@@ -13,7 +13,7 @@ mod manifest;
 mod qemu;
 mod rootfs;
 
-pub use qemu::{bootargs, native_command, NativeOptions};
+pub use qemu::{bootargs, job_bootarg, native_command, NativeOptions, MAX_BOOTARGS};
 
 use anyhow::{Context, Result};
 use libraries::PackageTree;

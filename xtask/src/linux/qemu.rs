@@ -11,7 +11,7 @@ use std::process::Command;
 const JOB_PARAM: &str = "partita.job";
 
 /// Longest kernel command line arm64 Linux accepts (COMMAND_LINE_SIZE - 1).
-const MAX_BOOTARGS: usize = 2047;
+pub const MAX_BOOTARGS: usize = 2047;
 
 /// Arguments every boot of the guest uses.
 const BASE_BOOTARGS: &str = "console=ttyAMA0 nokaslr";
@@ -27,7 +27,7 @@ pub struct NativeOptions {
 }
 
 /// `partita.job=<hex>` for `job` (a shell command run by /init with `sh -c`).
-fn job_bootarg(job: &str) -> String {
+pub fn job_bootarg(job: &str) -> String {
     let hex: String = job.bytes().map(|byte| format!("{byte:02x}")).collect();
     format!("{JOB_PARAM}={hex}")
 }
