@@ -17,6 +17,10 @@ const INSTALL_DIR: &str = "opt/automotive";
 /// Debian's cross compiler (package gcc-aarch64-linux-gnu, with libc6-dev-arm64-cross).
 const CROSS_COMPILER: &str = "aarch64-linux-gnu-gcc";
 
+/// Debian packages of the cross compiler and the static C library the
+/// binaries are built with, recorded with the guest's package versions.
+const TOOLCHAIN: [&str; 2] = ["gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"];
+
 /// One program per MiBench automotive benchmark; each is `<name>.c` + `common.c`.
 const PROGRAMS: [&str; 4] = ["basicmath", "bitcount", "qsort", "susan"];
 
@@ -96,6 +100,27 @@ pub fn build(dir: &Path) -> Result<Placement> {
         Content::Copy(sources.join(DRIVER)),
     );
     Ok(placement)
+}
+
+/// (package, version) of each toolchain package, for provenance.
+pub fn toolchain_versions() -> Result<Vec<(String, String)>> {
+    let output = Command::new("dpkg-query")
+        .args(["-W", "-f", "${Package} ${Version}\\n"])
+        .args(TOOLCHAIN)
+        .output()
+        .context("starting dpkg-query")?;
+    if !output.status.success() {
+        bail!(
+            "dpkg-query -W {} failed: {}",
+            TOOLCHAIN.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(name, version)| (name.to_owned(), version.to_owned()))
+        .collect())
 }
 
 fn write_sources(dir: &Path) -> Result<()> {

@@ -101,7 +101,7 @@ fn assemble(dir: &Path, guest: &LinuxGuest) -> Result<Vec<(String, String)>> {
     tree.add(&suite)?;
     let size = tree.write_cpio(&guest.initramfs)?;
     println!("linux: {} ({size} bytes)", guest.initramfs.display());
-    Ok(debs
+    let mut versions: Vec<(String, String)> = debs
         .iter()
         .filter(|deb| {
             deb.name == kernel_package
@@ -109,7 +109,9 @@ fn assemble(dir: &Path, guest: &LinuxGuest) -> Result<Vec<(String, String)>> {
                 || placement.packages.contains(&deb.name)
         })
         .map(|deb| (deb.name.clone(), deb.version.clone()))
-        .collect())
+        .collect();
+    versions.extend(automotive::toolchain_versions()?);
+    Ok(versions)
 }
 
 fn unpack(root: &Path, debs: &[apt::Deb]) -> Result<Vec<PackageTree>> {
