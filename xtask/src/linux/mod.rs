@@ -1,10 +1,12 @@
 //! The Linux guest: Debian bookworm's arm64 kernel and an initramfs built
 //! from Debian arm64 packages (busybox-static, rt-tests, sysbench, stress-ng
 //! and the libraries they need), all downloaded and unpacked under the cache
-//! directory, plus the command that boots it natively on QEMU. Nothing here
+//! directory, plus the project's automotive suite cross-compiled into
+//! /opt/automotive, and the command that boots it natively on QEMU. Nothing here
 //! writes outside the cache, and nothing it downloads is meant to be committed.
 
 mod apt;
+mod automotive;
 mod cpio;
 mod elf;
 mod kernel;
@@ -67,6 +69,7 @@ pub fn prepare(cache: &Path) -> Result<LinuxGuest> {
 
 fn assemble(dir: &Path, guest: &LinuxGuest) -> Result<Vec<(String, String)>> {
     let manifest = Manifest::parse(PACKAGES, "guests/linux/packages")?;
+    let suite = automotive::build(&dir.join("automotive"))?;
     let listed = manifest.package_names();
     apt::ensure_arm64_available(listed.first().map_or("busybox-static", String::as_str))?;
     let kernel_package = apt::kernel_package(&manifest.kernel_selector)?;
@@ -95,9 +98,10 @@ fn assemble(dir: &Path, guest: &LinuxGuest) -> Result<Vec<(String, String)>> {
     let placement = libraries::place_programs(&trees[1..], &programs)?;
     let mut tree = rootfs::Rootfs::new(INIT);
     tree.add(&placement)?;
+    tree.add(&suite)?;
     let size = tree.write_cpio(&guest.initramfs)?;
     println!("linux: {} ({size} bytes)", guest.initramfs.display());
-    Ok(debs
+    let mut versions: Vec<(String, String)> = debs
         .iter()
         .filter(|deb| {
             deb.name == kernel_package
@@ -105,7 +109,9 @@ fn assemble(dir: &Path, guest: &LinuxGuest) -> Result<Vec<(String, String)>> {
                 || placement.packages.contains(&deb.name)
         })
         .map(|deb| (deb.name.clone(), deb.version.clone()))
-        .collect())
+        .collect();
+    versions.extend(automotive::toolchain_versions()?);
+    Ok(versions)
 }
 
 fn unpack(root: &Path, debs: &[apt::Deb]) -> Result<Vec<PackageTree>> {
@@ -125,7 +131,10 @@ fn unpack(root: &Path, debs: &[apt::Deb]) -> Result<Vec<PackageTree>> {
 }
 
 fn stamp_text() -> String {
-    format!("format {BUILD_FORMAT}\n--- packages\n{PACKAGES}--- init\n{INIT}")
+    format!(
+        "format {BUILD_FORMAT}\n--- packages\n{PACKAGES}--- init\n{INIT}{}",
+        automotive::sources_text()
+    )
 }
 
 fn format_versions(versions: &[(String, String)]) -> String {
