@@ -13,8 +13,15 @@ use anyhow::{bail, Result};
 use crate::paths::{root, TARGET};
 use crate::process::{output, run, step};
 
-/// Debian packages the tool uses: QEMU, the cross compiler for C guests, the debugger.
-pub const PACKAGES: [&str; 3] = ["qemu-system-arm", "gcc-aarch64-linux-gnu", "gdb-multiarch"];
+/// Debian packages the tool uses: QEMU, the cross compiler for C guests with the C library
+/// the automotive programs link statically (only a recommendation of the compiler, and
+/// recommendations are not installed), the debugger.
+pub const PACKAGES: [&str; 4] = [
+    "qemu-system-arm",
+    "gcc-aarch64-linux-gnu",
+    "libc6-dev-arm64-cross",
+    "gdb-multiarch",
+];
 
 /// What is missing on this machine.
 #[derive(Debug, Default, PartialEq, Eq)]
