@@ -27,8 +27,11 @@ pub fn handle_pending(vm: &mut Vm) -> bool {
         if intid == board.uart_irq {
             input::receive(vm.cpu());
         }
-        // The maintenance interrupt and the input kick only make the vCPU exit, so that
-        // the list registers and the UART models are brought up to date before it re-enters.
+        if intid == board.maintenance_irq {
+            vm.vgic.maintenance();
+        }
+        // The input kick only makes the vCPU exit, so that the UART model gets the input
+        // before it re-enters.
         gic::deactivate(intid);
     }
     forwarded

@@ -1,9 +1,12 @@
 //! One VM's virtual GICv3 on the hardware: `partita_core::vgic::Vgic` (the model) joined to the
 //! VM's distributor and redistributor windows and to this CPU's list registers.
 //!
-//! After every exit `after_exit` folds the list registers into the model and silences the
-//! maintenance interrupt; before every entry `before_entry` lets the model choose the list
-//! registers and requests a maintenance interrupt when interrupts wait for room. The guest's
+//! The list registers stay loaded across exits that do not concern interrupts (most MMIO,
+//! hypercalls): choosing them costs a scan of every interrupt of the VM. Whatever reads or
+//! changes the model first folds the live list registers into it (`sync`) and marks them
+//! stale; `before_entry` then lets the model choose them again and requests a maintenance
+//! interrupt when interrupts wait for room. A maintenance interrupt disables the virtual CPU
+//! interface until that refill (it would otherwise stay asserted at EL2). The guest's
 //! distributor and redistributor accesses trap (their windows are not in stage 2) and are
 //! emulated by the model. The VM is uniprocessor: vCPU 0 only. This module must never touch
 //! the physical distributor.
@@ -27,6 +30,8 @@ pub struct VirtualGic {
     distributor: Region,
     redistributor: Region,
     list_registers: usize,
+    /// The list registers must be chosen again before the next entry.
+    stale: bool,
 }
 
 impl VirtualGic {
@@ -46,6 +51,7 @@ impl VirtualGic {
             distributor: board.gicd,
             redistributor: Region::new(board.gicr.base, REDISTRIBUTOR_STRIDE),
             list_registers: gic_hyp::list_register_count(),
+            stale: true,
         }
     }
 
@@ -67,6 +73,7 @@ impl VirtualGic {
     }
 
     pub fn read(&mut self, ipa: u64, size: AccessSize) -> Result<u64, AccessFault> {
+        self.sync();
         match self.window(ipa).ok_or(AccessFault)? {
             (Window::Distributor, offset) => self.model.distributor().read(offset, size),
             (Window::Redistributor, offset) => self.model.redistributors().read(offset, size),
@@ -74,6 +81,7 @@ impl VirtualGic {
     }
 
     pub fn write(&mut self, ipa: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
+        self.sync();
         match self.window(ipa).ok_or(AccessFault)? {
             (Window::Distributor, offset) => self.model.distributor().write(offset, size, value),
             (Window::Redistributor, offset) => {
@@ -84,6 +92,7 @@ impl VirtualGic {
 
     /// A physical occurrence of an interrupt forwarded to the VM.
     pub fn inject(&mut self, intid: u32) {
+        self.sync();
         if let Err(e) = self.model.inject(VCPU, intid) {
             panic!("injecting interrupt {intid}: {e:?}");
         }
@@ -91,19 +100,32 @@ impl VirtualGic {
 
     /// Drives the level of an emulated device's interrupt line.
     pub fn set_level(&mut self, intid: u32, level: bool) -> Result<(), VgicError> {
+        if self.model.irq(VCPU, intid)?.line_level == level {
+            return Ok(());
+        }
+        self.sync();
         self.model.set_level(VCPU, intid, level)
     }
 
     /// A trapped ICC_SGI1R_EL1 write from the vCPU.
     pub fn send_sgi(&mut self, value: u64) {
+        self.sync();
         // The only vCPU can reach only itself; a request for another target is dropped,
         // as the GIC drops SGIs to PEs that do not exist.
         let _ = self.model.send_sgi(VCPU, SgiRequest::decode(value));
     }
 
     /// Whether the vCPU has an interrupt to take (wakes it from WFI).
-    pub fn has_deliverable(&self) -> bool {
+    pub fn has_deliverable(&mut self) -> bool {
+        self.sync();
         self.model.has_deliverable(VCPU)
+    }
+
+    /// The maintenance interrupt fired: interrupts wait for room, or a level interrupt was
+    /// deactivated. The virtual CPU interface stays off until the next entry refills it.
+    pub fn maintenance(&mut self) {
+        self.sync();
+        gic_hyp::set_hcr(0);
     }
 
     fn live(&self) -> [u64; MAX_LIST_REGISTERS] {
@@ -112,17 +134,25 @@ impl VirtualGic {
         lrs
     }
 
-    /// Folds what the guest did with its list registers into the model.
-    pub fn after_exit(&mut self) {
+    /// Folds what the guest did with its list registers into the model, once per exit.
+    fn sync(&mut self) {
+        if self.stale {
+            return;
+        }
         let lrs = self.live();
-        gic_hyp::set_hcr(0);
         if let Err(e) = self.model.sync(VCPU, &lrs[..self.list_registers]) {
             panic!("virtual GIC sync: {e:?}");
         }
+        self.stale = true;
     }
 
-    /// Loads the list registers the model chooses and enables the virtual CPU interface.
+    /// Loads the list registers the model chooses, if anything changed since they were
+    /// loaded, and enables the virtual CPU interface.
     pub fn before_entry(&mut self) {
+        if !self.stale {
+            return;
+        }
+        self.stale = false;
         let lrs = self.live();
         let flush = match self.model.flush(VCPU, &lrs[..self.list_registers]) {
             Ok(flush) => flush,
@@ -134,7 +164,8 @@ impl VirtualGic {
 
     /// Empties the list registers when the vCPU leaves the CPU (the model keeps the state).
     pub fn unload(&mut self) {
-        self.after_exit();
+        self.sync();
+        gic_hyp::set_hcr(0);
         gic_hyp::write_list_registers(&[0; MAX_LIST_REGISTERS][..self.list_registers]);
     }
 }

@@ -194,7 +194,6 @@ impl Vm {
             self.update_interrupt_lines();
             self.vgic.before_entry();
             let exit = self.vcpu.run();
-            self.vgic.after_exit();
             let outcome = trap::handle(self, exit);
             self.devices.drain_uarts(&mut self.console);
             match outcome {
