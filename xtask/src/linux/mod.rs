@@ -4,7 +4,7 @@
 //! directory, plus the command that boots it natively on QEMU. Nothing here
 //! writes outside the cache, and nothing it downloads is meant to be committed.
 
-mod apt;
+pub mod apt;
 mod cpio;
 mod elf;
 mod kernel;
@@ -13,7 +13,7 @@ mod manifest;
 mod qemu;
 mod rootfs;
 
-pub use qemu::{bootargs, native_command, NativeOptions};
+pub use qemu::{bootargs, bootargs_on, native_command, NativeOptions};
 
 use anyhow::{Context, Result};
 use libraries::PackageTree;
