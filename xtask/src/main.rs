@@ -17,6 +17,7 @@ mod qemu;
 mod scenarios;
 mod setup;
 mod suite;
+mod xen;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::process::{step, Ending};
 use crate::qemu::{Cpu, Machine, GDB_PORT};
@@ -48,6 +49,7 @@ enum Task {
     /// Build the hypervisor, the guests and the boot image build/partita.img.
     Build(ConfigArg),
     /// Build, then run the system on QEMU with the console on this terminal.
+    #[command(group(ArgGroup::new("linux_boot").args(["native", "xen"])))]
     Run {
         #[command(flatten)]
         config: ConfigArg,
@@ -62,6 +64,9 @@ enum Task {
         /// Boot this guest directly on QEMU, without Partita, for comparison.
         #[arg(long, value_enum, value_name = "GUEST", conflicts_with = "config")]
         native: Option<NativeGuest>,
+        /// Boot the Linux guest as dom0 of Xen 4.17 (the peer hypervisor), without Partita.
+        #[arg(long, conflicts_with_all = ["config", "cpu"])]
+        xen: bool,
         /// Run CMD as the Linux guest's job instead of its shell, then power off.
         #[arg(long, value_name = "CMD")]
         linux_cmd: Option<String>,
@@ -133,6 +138,13 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             build::binaries()?;
             build::boot_image(&config.file(), &paths::boot_image(), None)?;
         }
+        Task::Run {
+            xen: true,
+            icount,
+            timeout,
+            linux_cmd,
+            ..
+        } => return run_xen(linux_cmd.as_deref(), icount, timeout),
         Task::Run {
             native: Some(NativeGuest::Linux),
             icount,
@@ -206,6 +218,38 @@ fn run_native_linux(job: Option<&str>, icount: bool, timeout: Option<u64>) -> Re
         no_reboot: false,
     };
     run_qemu(linux::native_command(&guest, &bootargs, &options), timeout)
+}
+
+/// Boots Xen 4.17 with Debian's kernel and the project's initramfs as dom0.
+fn run_xen(job: Option<&str>, icount: bool, timeout: Option<u64>) -> Result<ExitCode> {
+    let cache = paths::cache_dir();
+    let guest = linux::prepare(&cache)?;
+    let hypervisor = xen::prepare(&cache)?;
+    step(format!(
+        "Xen {} with dom0 {}",
+        hypervisor.version,
+        linux_kernel_version(&guest)
+    ));
+    let kernel_size = fs::metadata(&guest.kernel)
+        .with_context(|| format!("reading {}", guest.kernel.display()))?
+        .len();
+    let layout = xen::Dom0Layout::after_kernel(kernel_size);
+    let bootargs = xen::dom0_bootargs(job)?;
+    let options = xen::XenOptions { icount };
+    let command = xen::command(&hypervisor.binary, &guest, layout, &bootargs, &options);
+    run_qemu(command, timeout)
+}
+
+/// The kernel package and version of `guest`, for provenance lines.
+fn linux_kernel_version(guest: &linux::LinuxGuest) -> String {
+    guest
+        .versions
+        .iter()
+        .find(|(name, _)| name.starts_with("linux-image-"))
+        .map_or_else(
+            || "kernel".to_owned(),
+            |(name, version)| format!("{name} {version}"),
+        )
 }
 
 /// Boots the FreeRTOS guest image directly on QEMU: it drops from EL2 to EL1 itself.

@@ -5,7 +5,7 @@
 //! /opt/automotive, and the command that boots it natively on QEMU. Nothing here
 //! writes outside the cache, and nothing it downloads is meant to be committed.
 
-mod apt;
+pub mod apt;
 mod automotive;
 mod cpio;
 mod elf;
@@ -15,7 +15,7 @@ mod manifest;
 mod qemu;
 mod rootfs;
 
-pub use qemu::{bootargs, job_bootarg, native_command, NativeOptions, MAX_BOOTARGS};
+pub use qemu::{bootargs, bootargs_on, job_bootarg, native_command, NativeOptions, MAX_BOOTARGS};
 
 use anyhow::{Context, Result};
 use libraries::PackageTree;

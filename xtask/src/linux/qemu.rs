@@ -13,8 +13,8 @@ const JOB_PARAM: &str = "partita.job";
 /// Longest kernel command line arm64 Linux accepts (COMMAND_LINE_SIZE - 1).
 pub const MAX_BOOTARGS: usize = 2047;
 
-/// Arguments every boot of the guest uses.
-const BASE_BOOTARGS: &str = "console=ttyAMA0 nokaslr";
+/// The console of a native boot (QEMU's PL011).
+const NATIVE_CONSOLE: &str = "ttyAMA0";
 
 /// How to run QEMU for a native boot.
 #[derive(Debug, Clone, Default)]
@@ -32,9 +32,16 @@ pub fn job_bootarg(job: &str) -> String {
     format!("{JOB_PARAM}={hex}")
 }
 
-/// The kernel command line: console, `nokaslr`, `extra`, then the job if any.
+/// The kernel command line of a native boot: console, `nokaslr`, `extra`,
+/// then the job if any.
 pub fn bootargs(job: Option<&str>, extra: &[&str]) -> Result<String> {
-    let mut args = vec![BASE_BOOTARGS.to_owned()];
+    bootargs_on(NATIVE_CONSOLE, job, extra)
+}
+
+/// The kernel command line with `console` as the guest's console (e.g.
+/// `hvc0` under Xen): `console=<console> nokaslr`, `extra`, then the job.
+pub fn bootargs_on(console: &str, job: Option<&str>, extra: &[&str]) -> Result<String> {
+    let mut args = vec![format!("console={console} nokaslr")];
     args.extend(extra.iter().map(|arg| (*arg).to_owned()));
     args.extend(job.map(job_bootarg));
     let line = args.join(" ");
