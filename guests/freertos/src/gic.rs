@@ -137,17 +137,25 @@ fn enable_cpu_interface() {
     }
 }
 
+// Plain `ldr`/`str` with a base register and no writeback: under a hypervisor these GIC
+// windows are emulated, and only such accesses carry a syndrome (ESR_EL2.ISV = 1).
+// `read_volatile`/`write_volatile` may compile to post-indexed forms that have none.
+
 fn read32(address: usize) -> u32 {
+    let value: u32;
     // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
-    unsafe { core::ptr::read_volatile(address as *const u32) }
+    unsafe { asm!("ldr {v:w}, [{a}]", a = in(reg) address, v = out(reg) value, options(nostack)) };
+    value
 }
 
 fn read64(address: usize) -> u64 {
+    let value: u64;
     // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
-    unsafe { core::ptr::read_volatile(address as *const u64) }
+    unsafe { asm!("ldr {v}, [{a}]", a = in(reg) address, v = out(reg) value, options(nostack)) };
+    value
 }
 
 fn write32(address: usize, value: u32) {
     // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
-    unsafe { core::ptr::write_volatile(address as *mut u32, value) }
+    unsafe { asm!("str {v:w}, [{a}]", a = in(reg) address, v = in(reg) value, options(nostack)) };
 }
