@@ -8,6 +8,7 @@
 //! appears. It computes register values only; the hypervisor reads and writes ICH_LR<n>_EL2 and
 //! ICH_HCR_EL2.
 
+use super::candidates::Candidates;
 use super::lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 use super::state::{IrqState, Trigger};
 use super::{LiveEntry, Vgic, VgicError, PRIVATE_IRQS};
@@ -60,17 +61,48 @@ impl Vgic {
         irq.pending() && irq.enabled && self.ctlr.group_enabled(irq.group1)
     }
 
-    /// The interrupts `vcpu` receives: its SGIs and PPIs and the SPIs routed to it.
+    /// The interrupts `vcpu` may have to take: its SGIs and PPIs and the SPIs routed to it,
+    /// among the candidates (pending or active ones, and perhaps a few idle ones).
     fn owned_irqs(&self, vcpu: usize) -> impl Iterator<Item = (u32, &IrqState)> + '_ {
-        let private = self
-            .vcpus
-            .get(vcpu)
-            .into_iter()
-            .flat_map(|v| (0..PRIVATE_IRQS).zip(v.private.iter()));
-        let spis = (PRIVATE_IRQS..)
-            .zip(self.spis.iter())
-            .filter(move |(intid, _)| self.spi_target(*intid) == Some(vcpu));
-        private.chain(spis)
+        let limit = PRIVATE_IRQS + self.spi_count();
+        let bank = self.vcpus.get(vcpu);
+        self.candidates.iter(limit).filter_map(move |intid| {
+            let irq = if intid < PRIVATE_IRQS {
+                bank?.private.get(intid as usize)?
+            } else {
+                if self.spi_target(intid) != Some(vcpu) {
+                    return None;
+                }
+                self.spis.get((intid - PRIVATE_IRQS) as usize)?
+            };
+            Some((intid, irq))
+        })
+    }
+
+    /// Whether `intid` is pending or active for some vCPU: it must stay a candidate.
+    fn busy(&self, intid: u32) -> bool {
+        let busy = |irq: &IrqState| irq.active || irq.pending();
+        if intid < PRIVATE_IRQS {
+            self.vcpus
+                .iter()
+                .any(|v| v.private.get(intid as usize).is_some_and(busy))
+        } else {
+            self.spis
+                .get((intid - PRIVATE_IRQS) as usize)
+                .is_some_and(busy)
+        }
+    }
+
+    /// Brings the candidate set up to date: rebuilt after MMIO emulation, else trimmed of
+    /// interrupts that went idle.
+    fn prune_candidates(&mut self) {
+        let mut candidates = core::mem::replace(&mut self.candidates, Candidates::new());
+        if candidates.needs_rebuild() {
+            candidates.rebuild(PRIVATE_IRQS + self.spi_count(), |i| self.busy(i));
+        } else {
+            candidates.retain(|i| self.busy(i));
+        }
+        self.candidates = candidates;
     }
 
     /// The best list-register candidate of `vcpu` ordered after `after`.
@@ -132,6 +164,7 @@ impl Vgic {
     /// interrupts displace pending-only ones, which stay queued in the model.
     pub fn flush(&mut self, vcpu: usize, current: &[u64]) -> Result<LrFlush, VgicError> {
         self.sync(vcpu, current)?;
+        self.prune_candidates();
         let count = current.len().min(MAX_LIST_REGISTERS);
         let mut out = LrFlush {
             lrs: [0; MAX_LIST_REGISTERS],
