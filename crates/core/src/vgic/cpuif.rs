@@ -5,13 +5,14 @@
 //! interrupts always get a list register (the guest must be able to deactivate them); then enabled
 //! pending ones by priority (lower value first, ties by lower INTID). What does not fit stays
 //! queued in the model and a maintenance interrupt is requested so it is delivered as soon as room
-//! appears. It computes register values only; the hypervisor reads and writes ICH_LR<n>_EL2 and
-//! ICH_HCR_EL2.
+//! appears. Candidates come only from the vCPU's pending and active sets (`intid_set`), in one
+//! pass that keeps the best few, so the cost follows the number of pending or active interrupts,
+//! not the size of the VM. It computes register values only; the hypervisor reads and writes
+//! ICH_LR<n>_EL2 and ICH_HCR_EL2.
 
-use super::candidates::Candidates;
 use super::lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 use super::state::{IrqState, Trigger};
-use super::{LiveEntry, Vgic, VgicError, PRIVATE_IRQS};
+use super::{LiveEntry, Vgic, VgicError};
 
 /// The list-register contents to load before a vCPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,63 +56,52 @@ fn fold(irq: &mut IrqState, entry: LiveEntry, state: LrState) {
     }
 }
 
+/// The best list-register candidates of one vCPU as ordering keys (`candidate_key`), best
+/// first, kept in the caller's slice (the list registers about to be rewritten, so no array
+/// is initialised or copied on the way), and whether any did not fit.
+struct Shortlist<'a> {
+    keys: &'a mut [u64],
+    len: usize,
+    overflow: bool,
+}
+
+impl<'a> Shortlist<'a> {
+    fn new(keys: &'a mut [u64]) -> Self {
+        Shortlist {
+            keys,
+            len: 0,
+            overflow: false,
+        }
+    }
+
+    /// Inserts `key` in order; the worst key falls out when the list is full.
+    fn offer(&mut self, key: u64) {
+        let mut at = self.len;
+        while at > 0 && self.keys.get(at - 1).is_some_and(|&k| k > key) {
+            at -= 1;
+        }
+        if at >= self.keys.len() {
+            self.overflow = true;
+            return;
+        }
+        if self.len == self.keys.len() {
+            self.overflow = true;
+        } else {
+            self.len += 1;
+        }
+        if let Some(tail) = self.keys.get_mut(at..self.len) {
+            tail.rotate_right(1);
+            if let Some(first) = tail.first_mut() {
+                *first = key;
+            }
+        }
+    }
+}
+
 impl Vgic {
     /// Whether `irq` may be signalled to the guest as pending now.
     fn deliverable(&self, irq: &IrqState) -> bool {
         irq.pending() && irq.enabled && self.ctlr.group_enabled(irq.group1)
-    }
-
-    /// The interrupts `vcpu` may have to take: its SGIs and PPIs and the SPIs routed to it,
-    /// among the candidates (pending or active ones, and perhaps a few idle ones).
-    fn owned_irqs(&self, vcpu: usize) -> impl Iterator<Item = (u32, &IrqState)> + '_ {
-        let limit = PRIVATE_IRQS + self.spi_count();
-        let bank = self.vcpus.get(vcpu);
-        self.candidates.iter(limit).filter_map(move |intid| {
-            let irq = if intid < PRIVATE_IRQS {
-                bank?.private.get(intid as usize)?
-            } else {
-                if self.spi_target(intid) != Some(vcpu) {
-                    return None;
-                }
-                self.spis.get((intid - PRIVATE_IRQS) as usize)?
-            };
-            Some((intid, irq))
-        })
-    }
-
-    /// Whether `intid` is pending or active for some vCPU: it must stay a candidate.
-    fn busy(&self, intid: u32) -> bool {
-        let busy = |irq: &IrqState| irq.active || irq.pending();
-        if intid < PRIVATE_IRQS {
-            self.vcpus
-                .iter()
-                .any(|v| v.private.get(intid as usize).is_some_and(busy))
-        } else {
-            self.spis
-                .get((intid - PRIVATE_IRQS) as usize)
-                .is_some_and(busy)
-        }
-    }
-
-    /// Brings the candidate set up to date: rebuilt after MMIO emulation, else trimmed of
-    /// interrupts that went idle.
-    fn prune_candidates(&mut self) {
-        let mut candidates = core::mem::replace(&mut self.candidates, Candidates::new());
-        if candidates.needs_rebuild() {
-            candidates.rebuild(PRIVATE_IRQS + self.spi_count(), |i| self.busy(i));
-        } else {
-            candidates.retain(|i| self.busy(i));
-        }
-        self.candidates = candidates;
-    }
-
-    /// The best list-register candidate of `vcpu` ordered after `after`.
-    fn next_candidate(&self, vcpu: usize, after: Option<u64>) -> Option<(u64, u32)> {
-        self.owned_irqs(vcpu)
-            .filter(|(_, irq)| irq.active || self.deliverable(irq))
-            .map(|(intid, irq)| (candidate_key(intid, irq), intid))
-            .filter(|(key, _)| after.is_none_or(|a| *key > a))
-            .min()
     }
 
     /// The list register presenting `irq`, and what it carries.
@@ -148,14 +138,35 @@ impl Vgic {
     /// be passed as 0). Calling it again before the next `flush` changes nothing.
     pub fn sync(&mut self, vcpu: usize, current: &[u64]) -> Result<(), VgicError> {
         let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
-        let live = core::mem::replace(&mut v.live, [None; MAX_LIST_REGISTERS]);
-        for (entry, raw) in live.iter().zip(current) {
-            if let Some(entry) = *entry {
+        let live = core::mem::take(&mut v.live_count);
+        for slot in 0..live {
+            let entry = self
+                .vcpus
+                .get_mut(vcpu)
+                .and_then(|v| v.live.get_mut(slot))
+                .and_then(Option::take);
+            if let (Some(entry), Some(raw)) = (entry, current.get(slot)) {
                 let state = ListRegister::decode(*raw).state;
-                fold(self.irq_mut(vcpu, entry.intid)?, entry, state);
+                self.update(vcpu, entry.intid, |irq| fold(irq, entry, state))?;
             }
         }
         Ok(())
+    }
+
+    /// Fills `list` with the best list-register candidates of `vcpu`: active interrupts and
+    /// deliverable pending ones, found among its pending and active sets only.
+    fn shortlist(&self, vcpu: usize, list: &mut Shortlist) {
+        let Some(v) = self.vcpus.get(vcpu) else {
+            return;
+        };
+        for intid in v.pending.union(&v.active) {
+            match self.irq(vcpu, intid) {
+                Ok(irq) if irq.active || self.deliverable(&irq) => {
+                    list.offer(candidate_key(intid, &irq));
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Chooses the list-register contents for `vcpu` before it runs. `current` holds the
@@ -163,42 +174,66 @@ impl Vgic {
     /// ICH_VTR_EL2.ListRegs + 1); anything not yet synced is folded in first. Higher-priority
     /// interrupts displace pending-only ones, which stay queued in the model.
     pub fn flush(&mut self, vcpu: usize, current: &[u64]) -> Result<LrFlush, VgicError> {
-        self.sync(vcpu, current)?;
-        self.prune_candidates();
         let count = current.len().min(MAX_LIST_REGISTERS);
         let mut out = LrFlush {
             lrs: [0; MAX_LIST_REGISTERS],
             count,
             hcr: 0,
         };
-        let mut live = [None; MAX_LIST_REGISTERS];
-        let mut last = None;
+        out.lrs[..count].copy_from_slice(&current[..count]);
+        out.hcr = self.flush_in_place(vcpu, &mut out.lrs[..count])?;
+        Ok(out)
+    }
+
+    /// `flush` without copies, for the hypervisor's entry path: `lrs` holds the list
+    /// registers as they are now (one element per list register the vCPU interface has) and
+    /// is overwritten with the values to load, invalid ones as 0 (beyond `MAX_LIST_REGISTERS`,
+    /// always 0). Returns the maintenance enables for ICH_HCR_EL2 (`LrFlush::hcr`).
+    pub fn flush_in_place(&mut self, vcpu: usize, lrs: &mut [u64]) -> Result<u64, VgicError> {
+        self.sync(vcpu, lrs)?;
+        let count = lrs.len().min(MAX_LIST_REGISTERS);
+        let (lrs, beyond) = lrs.split_at_mut(count);
+        if !beyond.is_empty() {
+            beyond.fill(0);
+        }
+        let mut list = Shortlist::new(lrs);
+        self.shortlist(vcpu, &mut list);
+        let (chosen, overflow) = (list.len, list.overflow);
         let mut carries_pending = false;
-        for (lr_value, live_slot) in out.lrs.iter_mut().zip(live.iter_mut()).take(count) {
-            let Some((key, intid)) = self.next_candidate(vcpu, last) else {
-                break;
-            };
-            last = Some(key);
+        for (slot, value) in lrs.iter_mut().enumerate() {
+            if slot >= chosen {
+                *value = 0;
+                continue;
+            }
+            let intid = *value as u32;
             let irq = self.irq(vcpu, intid)?;
             let (lr, entry) = self.list_register(intid, &irq);
-            *lr_value = lr.encode();
-            *live_slot = Some(entry);
+            *value = lr.encode();
+            if let Some(live) = self.vcpus.get_mut(vcpu).and_then(|v| v.live.get_mut(slot)) {
+                *live = Some(entry);
+            }
             carries_pending |= entry.carries_pending;
         }
-        if self.next_candidate(vcpu, last).is_some() {
-            out.hcr = maintenance_request(carries_pending, count);
-        }
         if let Some(v) = self.vcpus.get_mut(vcpu) {
-            v.live = live;
+            v.live_count = chosen;
         }
-        Ok(out)
+        Ok(if overflow {
+            maintenance_request(carries_pending, count)
+        } else {
+            0
+        })
     }
 
     /// Whether `vcpu` has an interrupt to take (to wake it from WFI). The guest's own masks
     /// (ICH_VMCR_EL2: priority mask, group enables) are the hypervisor's to apply.
     pub fn has_deliverable(&self, vcpu: usize) -> bool {
-        self.owned_irqs(vcpu)
-            .any(|(_, irq)| self.deliverable(irq) && !(irq.active && irq.hw.is_some()))
+        let Some(v) = self.vcpus.get(vcpu) else {
+            return false;
+        };
+        v.pending.iter().any(|intid| {
+            self.irq(vcpu, intid)
+                .is_ok_and(|irq| self.deliverable(&irq) && !(irq.active && irq.hw.is_some()))
+        })
     }
 }
 

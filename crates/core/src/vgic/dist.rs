@@ -164,13 +164,15 @@ impl MmioDevice for DistributorMmio<'_> {
                 self.vgic.ctlr.enable_grp0 = value & u64::from(CTLR_ENABLE_GRP0) != 0;
                 self.vgic.ctlr.enable_grp1 = value & u64::from(CTLR_ENABLE_GRP1) != 0;
             }
-            DistReg::Bank(reg) => self.spi_bank().write(reg, size, value),
-            DistReg::Router(intid) => {
-                let index = intid.wrapping_sub(PRIVATE_IRQS) as usize;
-                if let Some(route) = self.vgic.routes.get_mut(index) {
-                    *route = regs::write_part(*route, offset, size, value) & IROUTER_MASK;
+            DistReg::Bank(reg) => {
+                self.spi_bank().write(reg, size, value);
+                for intid in reg.intids(size).filter(|&i| i >= PRIVATE_IRQS) {
+                    self.vgic.refresh(0, intid);
                 }
             }
+            DistReg::Router(intid) => self.vgic.change_route(intid, |route| {
+                regs::write_part(route, offset, size, value) & IROUTER_MASK
+            }),
             DistReg::Typer | DistReg::Fixed(_) | DistReg::RazWi(_) | DistReg::Reserved => {}
         }
         Ok(())

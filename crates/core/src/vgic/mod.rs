@@ -16,12 +16,17 @@
 //! `Vgic::redistributors`, trapped ICC_SGI1R_EL1 writes through `Vgic::send_sgi`, device lines
 //! through `Vgic::set_level`, physical interrupts through `Vgic::inject`); before every entry it
 //! calls `Vgic::flush`, writes every value of `LrFlush::values` to ICH_LR<n>_EL2 and ORs
-//! `LrFlush::hcr` into ICH_HCR_EL2. A maintenance interrupt only means "exit, so that sync and
-//! flush run".
+//! `LrFlush::hcr` into ICH_HCR_EL2 (or, without copies, `Vgic::flush_in_place` on its own array
+//! of list-register values). A maintenance interrupt only means "exit, so that sync and flush
+//! run".
+//!
+//! Every change to an interrupt's state goes through `Vgic::update` (or a bank write followed by
+//! `Vgic::refresh`), which keeps each vCPU's pending and active sets equal to the per-interrupt
+//! states; `flush`, `sync` and `has_deliverable` read those sets, never every INTID.
 
-mod candidates;
 mod cpuif;
 mod dist;
+mod intid_set;
 mod lr;
 mod redist;
 mod regs;
@@ -33,7 +38,7 @@ mod tests;
 
 use alloc::vec::Vec;
 
-use candidates::Candidates;
+use intid_set::IntidSet;
 
 pub use cpuif::LrFlush;
 pub use dist::{DistributorMmio, DISTRIBUTOR_SIZE};
@@ -98,6 +103,13 @@ struct VcpuIrqs {
     /// GICR_WAKER.ProcessorSleep; resets to 1.
     processor_sleep: bool,
     live: [Option<LiveEntry>; MAX_LIST_REGISTERS],
+    /// How many of `live` the last flush filled (the rest are `None`).
+    live_count: usize,
+    /// The interrupts this vCPU owns (its SGIs and PPIs, the SPIs routed to it) that are
+    /// pending, and those that are active: kept equal to their `IrqState`s by
+    /// `Vgic::refresh` after every change, so list registers are chosen from these alone.
+    pending: IntidSet,
+    active: IntidSet,
 }
 
 impl VcpuIrqs {
@@ -110,6 +122,9 @@ impl VcpuIrqs {
             private,
             processor_sleep: true,
             live: [None; MAX_LIST_REGISTERS],
+            live_count: 0,
+            pending: IntidSet::default(),
+            active: IntidSet::default(),
         }
     }
 }
@@ -122,8 +137,6 @@ pub struct Vgic {
     /// GICD_IROUTER<n> per SPI, RES0 bits cleared.
     routes: Vec<u64>,
     vcpus: Vec<VcpuIrqs>,
-    /// The interrupts that may be pending or active, so `flush` need not scan them all.
-    candidates: Candidates,
 }
 
 impl Vgic {
@@ -140,7 +153,6 @@ impl Vgic {
             spis: alloc::vec![IrqState::new(Trigger::Level); spis as usize],
             routes: alloc::vec![0; spis as usize],
             vcpus: (0..vcpus).map(|_| VcpuIrqs::new()).collect(),
-            candidates: Candidates::new(),
         })
     }
 
@@ -154,14 +166,12 @@ impl Vgic {
 
     /// The emulated distributor (GICD_*, one 64 KiB frame) as an MMIO device.
     pub fn distributor(&mut self) -> DistributorMmio<'_> {
-        self.candidates.mark_all();
         DistributorMmio::new(self)
     }
 
     /// The emulated redistributors (GICR_*, `REDISTRIBUTOR_STRIDE` bytes per vCPU, in vCPU
     /// order) as one MMIO device.
     pub fn redistributors(&mut self) -> RedistributorMmio<'_> {
-        self.candidates.mark_all();
         RedistributorMmio::new(self)
     }
 
@@ -177,35 +187,91 @@ impl Vgic {
             .ok_or(VgicError::NoSuchIntid)
     }
 
-    /// The state of `intid` for changing; it becomes a list-register candidate.
-    fn irq_mut(&mut self, vcpu: usize, intid: u32) -> Result<&mut IrqState, VgicError> {
-        self.candidates.mark(intid);
+    /// Applies `change` to the state of `intid` as `vcpu` sees it, then brings the
+    /// pending and active sets up to date.
+    fn update<R>(
+        &mut self,
+        vcpu: usize,
+        intid: u32,
+        change: impl FnOnce(&mut IrqState) -> R,
+    ) -> Result<R, VgicError> {
         let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
         if intid < PRIVATE_IRQS {
-            return Ok(&mut v.private[intid as usize]);
+            // The common case (timer PPI, SGIs) without a second lookup.
+            let irq = v
+                .private
+                .get_mut(intid as usize)
+                .ok_or(VgicError::NoSuchIntid)?;
+            let result = change(irq);
+            v.pending.set(intid, irq.pending());
+            v.active.set(intid, irq.active);
+            return Ok(result);
         }
-        self.spis
+        let irq = self
+            .spis
             .get_mut((intid - PRIVATE_IRQS) as usize)
-            .ok_or(VgicError::NoSuchIntid)
+            .ok_or(VgicError::NoSuchIntid)?;
+        let result = change(irq);
+        self.refresh(vcpu, intid);
+        Ok(result)
+    }
+
+    /// Makes the pending and active sets agree with the state of `intid` (for an SGI or
+    /// PPI, `vcpu`'s; an SPI counts for the vCPU it is routed to, and for none when its
+    /// route names no vCPU). Anything that changes an interrupt's state, trigger, HW link
+    /// or route calls this.
+    pub(crate) fn refresh(&mut self, vcpu: usize, intid: u32) {
+        let owner = if intid < PRIVATE_IRQS {
+            Some(vcpu)
+        } else {
+            self.spi_target(intid)
+        };
+        let (Some(owner), Ok(irq)) = (owner, self.irq(vcpu, intid)) else {
+            return;
+        };
+        if let Some(v) = self.vcpus.get_mut(owner) {
+            v.pending.set(intid, irq.pending());
+            v.active.set(intid, irq.active);
+        }
+    }
+
+    /// Applies `change` to GICD_IROUTER of SPI `intid` (None when the VM has no such SPI),
+    /// moving the interrupt to the sets of the vCPU it now names.
+    pub(crate) fn change_route(&mut self, intid: u32, change: impl FnOnce(u64) -> u64) {
+        let before = self.spi_target(intid);
+        let Some(route) = intid
+            .checked_sub(PRIVATE_IRQS)
+            .and_then(|i| self.routes.get_mut(i as usize))
+        else {
+            return;
+        };
+        *route = change(*route);
+        if self.spi_target(intid) == before {
+            return;
+        }
+        if let Some(v) = before.and_then(|b| self.vcpus.get_mut(b)) {
+            v.pending.set(intid, false);
+            v.active.set(intid, false);
+        }
+        self.refresh(0, intid);
     }
 
     /// Makes `intid` pending, as an edge or an SGI would (`vcpu` selects the bank of an SGI
     /// or PPI and is ignored for an SPI). For an interrupt backed by a physical one, this is
     /// how the hypervisor forwards each physical occurrence.
     pub fn inject(&mut self, vcpu: usize, intid: u32) -> Result<(), VgicError> {
-        self.irq_mut(vcpu, intid)?.pending_latch = true;
-        Ok(())
+        self.update(vcpu, intid, |irq| irq.pending_latch = true)
     }
 
     /// Drives the input line of a level-sensitive interrupt (an emulated device's output).
     /// An edge-triggered interrupt latches a rising edge.
     pub fn set_level(&mut self, vcpu: usize, intid: u32, level: bool) -> Result<(), VgicError> {
-        let irq = self.irq_mut(vcpu, intid)?;
-        if irq.trigger == Trigger::Edge && level && !irq.line_level {
-            irq.pending_latch = true;
-        }
-        irq.line_level = level;
-        Ok(())
+        self.update(vcpu, intid, |irq| {
+            if irq.trigger == Trigger::Edge && level && !irq.line_level {
+                irq.pending_latch = true;
+            }
+            irq.line_level = level;
+        })
     }
 
     /// Backs the PPI or SPI `intid` by the physical PPI or SPI `pintid` (list registers get
@@ -217,12 +283,11 @@ impl Vgic {
         pintid: Option<u32>,
     ) -> Result<(), VgicError> {
         let peripheral = FIRST_PPI..PRIVATE_IRQS + MAX_SPIS;
-        let irq = self.irq_mut(vcpu, intid)?;
+        self.irq(vcpu, intid)?;
         if !peripheral.contains(&intid) || pintid.is_some_and(|p| !peripheral.contains(&p)) {
             return Err(VgicError::HwMapping);
         }
-        irq.hw = pintid;
-        Ok(())
+        self.update(vcpu, intid, |irq| irq.hw = pintid)
     }
 
     /// The vCPU an SPI is routed to by its GICD_IROUTER, if that vCPU exists. With
@@ -251,11 +316,8 @@ impl Vgic {
             return Err(VgicError::NoSuchIntid);
         }
         let targets = request.targets(source, self.vcpus.len());
-        self.candidates.mark(request.intid.into());
         for vcpu in targets.iter() {
-            if let Some(v) = self.vcpus.get_mut(vcpu) {
-                v.private[sgi].pending_latch = true;
-            }
+            self.update(vcpu, sgi as u32, |irq| irq.pending_latch = true)?;
         }
         Ok(targets)
     }

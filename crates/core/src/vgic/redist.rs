@@ -153,6 +153,9 @@ impl MmioDevice for RedistributorMmio<'_> {
                 if let Some(mut bank) = self.private_bank(vcpu) {
                     bank.write(reg, size, value);
                 }
+                for intid in reg.intids(size) {
+                    self.vgic.refresh(vcpu, intid);
+                }
             }
             RedistReg::Typer
             | RedistReg::Fixed(_)

@@ -116,6 +116,16 @@ impl BankReg {
             BankReg::Bits(..) | BankReg::Config(_) => Width::Word,
         }
     }
+
+    /// The INTIDs an access of `size` (already checked) to this register covers.
+    pub(crate) fn intids(self, size: AccessSize) -> core::ops::Range<u32> {
+        let (first, count) = match self {
+            BankReg::Bits(_, first) => (first, 32),
+            BankReg::Priority(first) => (first, size.bytes() as u32),
+            BankReg::Config(first) => (first, 16),
+        };
+        first..first.saturating_add(count)
+    }
 }
 
 /// Consecutive interrupts starting at INTID `first`; INTIDs outside are RAZ/WI.

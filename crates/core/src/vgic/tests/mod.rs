@@ -5,6 +5,7 @@ mod boot;
 mod dist;
 mod flush;
 mod lr;
+mod property;
 mod redist;
 mod sgi;
 mod sizes;
