@@ -2,7 +2,8 @@
 //! VM's distributor and redistributor windows and to this CPU's list registers.
 //!
 //! The list registers stay loaded across exits that do not concern interrupts (most MMIO,
-//! hypercalls): choosing them costs a scan of every interrupt of the VM. Whatever reads or
+//! hypercalls): reading, folding and choosing them again is work the hot paths (an exit for
+//! a UART access, say) need not do. Whatever reads or
 //! changes the model first folds the live list registers into it (`sync`) and marks them
 //! stale; `before_entry` then lets the model choose them again and requests a maintenance
 //! interrupt when interrupts wait for room. A maintenance interrupt disables the virtual CPU
@@ -30,6 +31,14 @@ pub struct VirtualGic {
     distributor: Region,
     redistributor: Region,
     list_registers: usize,
+    /// The list registers as last read (`sync`) or loaded (`before_entry`); kept here so
+    /// the entry path copies no array.
+    lrs: [u64; MAX_LIST_REGISTERS],
+    /// Bit n: ICH_LR<n>_EL2 may hold a non-zero value. The others hold 0, which the guest
+    /// cannot change, so they are neither read back nor written again (a timer tick then
+    /// touches one list register instead of all four). All set at first: the reset value
+    /// of a list register is UNKNOWN.
+    loaded: u16,
     /// The list registers must be chosen again before the next entry.
     stale: bool,
 }
@@ -51,6 +60,8 @@ impl VirtualGic {
             distributor: board.gicd,
             redistributor: Region::new(board.gicr.base, REDISTRIBUTOR_STRIDE),
             list_registers: gic_hyp::list_register_count(),
+            lrs: [0; MAX_LIST_REGISTERS],
+            loaded: u16::MAX,
             stale: true,
         }
     }
@@ -128,44 +139,58 @@ impl VirtualGic {
         gic_hyp::set_hcr(0);
     }
 
-    fn live(&self) -> [u64; MAX_LIST_REGISTERS] {
-        let mut lrs = [0; MAX_LIST_REGISTERS];
-        gic_hyp::read_list_registers(&mut lrs[..self.list_registers]);
-        lrs
-    }
-
     /// Folds what the guest did with its list registers into the model, once per exit.
     fn sync(&mut self) {
         if self.stale {
             return;
         }
-        let lrs = self.live();
-        if let Err(e) = self.model.sync(VCPU, &lrs[..self.list_registers]) {
+        for (n, lr) in self.lrs[..self.list_registers].iter_mut().enumerate() {
+            if self.loaded & (1 << n) != 0 {
+                *lr = gic_hyp::read_list_register(n);
+            }
+        }
+        if let Err(e) = self.model.sync(VCPU, &self.lrs[..self.list_registers]) {
             panic!("virtual GIC sync: {e:?}");
         }
         self.stale = true;
     }
 
     /// Loads the list registers the model chooses, if anything changed since they were
-    /// loaded, and enables the virtual CPU interface.
+    /// loaded, and enables the virtual CPU interface. `stale` means `sync` ran since the
+    /// last load and the guest has not run since, so `lrs` still holds the live values.
     pub fn before_entry(&mut self) {
         if !self.stale {
             return;
         }
         self.stale = false;
-        let lrs = self.live();
-        let flush = match self.model.flush(VCPU, &lrs[..self.list_registers]) {
-            Ok(flush) => flush,
+        let lrs = &mut self.lrs[..self.list_registers];
+        let hcr = match self.model.flush_in_place(VCPU, lrs) {
+            Ok(hcr) => hcr,
             Err(e) => panic!("virtual GIC flush: {e:?}"),
         };
-        gic_hyp::write_list_registers(flush.values());
-        gic_hyp::set_hcr(ICH_HCR_EN | flush.hcr);
+        self.load_list_registers();
+        gic_hyp::set_hcr(ICH_HCR_EN | hcr);
+    }
+
+    /// Writes `lrs` to the list registers, skipping those that hold 0 and stay 0.
+    fn load_list_registers(&mut self) {
+        let mut loaded = 0;
+        for (n, &value) in self.lrs[..self.list_registers].iter().enumerate() {
+            if value != 0 || self.loaded & (1 << n) != 0 {
+                gic_hyp::write_list_register(n, value);
+            }
+            if value != 0 {
+                loaded |= 1 << n;
+            }
+        }
+        self.loaded = loaded;
     }
 
     /// Empties the list registers when the vCPU leaves the CPU (the model keeps the state).
     pub fn unload(&mut self) {
         self.sync();
         gic_hyp::set_hcr(0);
-        gic_hyp::write_list_registers(&[0; MAX_LIST_REGISTERS][..self.list_registers]);
+        self.lrs = [0; MAX_LIST_REGISTERS];
+        self.load_list_registers();
     }
 }

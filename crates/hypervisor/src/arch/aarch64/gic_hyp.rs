@@ -43,28 +43,24 @@ pub fn list_register_count() -> usize {
     ((vtr & 0x1f) as usize + 1).min(MAX_LIST_REGISTERS)
 }
 
-/// Reads the first `out.len()` list registers.
-pub fn read_list_registers(out: &mut [u64]) {
-    for (n, value) in out.iter_mut().enumerate() {
-        macro_rules! read {
-            ($reg:literal) => {
-                read_sysreg!($reg)
-            };
-        }
-        *value = for_lr!(n, read);
+/// Reads ICH_LR<n>_EL2 (`n` below 16).
+pub fn read_list_register(n: usize) -> u64 {
+    macro_rules! read {
+        ($reg:literal) => {
+            read_sysreg!($reg)
+        };
     }
+    for_lr!(n, read)
 }
 
-/// Writes `values` to ICH_LR0_EL2 onwards.
-pub fn write_list_registers(values: &[u64]) {
-    for (n, &value) in values.iter().enumerate() {
-        macro_rules! write {
-            ($reg:literal) => {
-                write_sysreg!($reg, value)
-            };
-        }
-        for_lr!(n, write);
+/// Writes `value` to ICH_LR<n>_EL2 (`n` below 16).
+pub fn write_list_register(n: usize, value: u64) {
+    macro_rules! write {
+        ($reg:literal) => {
+            write_sysreg!($reg, value)
+        };
     }
+    for_lr!(n, write);
 }
 
 /// Writes ICH_HCR_EL2 (En and the maintenance-interrupt enables).
