@@ -160,9 +160,9 @@ impl Vgic {
             return;
         };
         for intid in v.pending.union(&v.active) {
-            match self.irq(vcpu, intid) {
-                Ok(irq) if irq.active || self.deliverable(&irq) => {
-                    list.offer(candidate_key(intid, &irq));
+            match self.state(vcpu, intid) {
+                Ok(irq) if irq.active || self.deliverable(irq) => {
+                    list.offer(candidate_key(intid, irq));
                 }
                 _ => {}
             }
@@ -190,7 +190,15 @@ impl Vgic {
     /// is overwritten with the values to load, invalid ones as 0 (beyond `MAX_LIST_REGISTERS`,
     /// always 0). Returns the maintenance enables for ICH_HCR_EL2 (`LrFlush::hcr`).
     pub fn flush_in_place(&mut self, vcpu: usize, lrs: &mut [u64]) -> Result<u64, VgicError> {
-        self.sync(vcpu, lrs)?;
+        if self
+            .vcpus
+            .get(vcpu)
+            .ok_or(VgicError::NoSuchVcpu)?
+            .live_count
+            != 0
+        {
+            self.sync(vcpu, lrs)?;
+        }
         let count = lrs.len().min(MAX_LIST_REGISTERS);
         let (lrs, beyond) = lrs.split_at_mut(count);
         if !beyond.is_empty() {
@@ -201,13 +209,14 @@ impl Vgic {
         let (chosen, overflow) = (list.len, list.overflow);
         let mut carries_pending = false;
         for (slot, value) in lrs.iter_mut().enumerate() {
+            // One loop for both parts: a separate zeroing loop becomes a call to `memset`,
+            // which costs more than the few stores.
             if slot >= chosen {
                 *value = 0;
                 continue;
             }
             let intid = *value as u32;
-            let irq = self.irq(vcpu, intid)?;
-            let (lr, entry) = self.list_register(intid, &irq);
+            let (lr, entry) = self.list_register(intid, self.state(vcpu, intid)?);
             *value = lr.encode();
             if let Some(live) = self.vcpus.get_mut(vcpu).and_then(|v| v.live.get_mut(slot)) {
                 *live = Some(entry);
@@ -231,8 +240,8 @@ impl Vgic {
             return false;
         };
         v.pending.iter().any(|intid| {
-            self.irq(vcpu, intid)
-                .is_ok_and(|irq| self.deliverable(&irq) && !(irq.active && irq.hw.is_some()))
+            self.state(vcpu, intid)
+                .is_ok_and(|irq| self.deliverable(irq) && !(irq.active && irq.hw.is_some()))
         })
     }
 }

@@ -177,14 +177,18 @@ impl Vgic {
 
     /// A copy of the state of `intid` as `vcpu` sees it (SPIs are the same for every vCPU).
     pub fn irq(&self, vcpu: usize, intid: u32) -> Result<IrqState, VgicError> {
+        self.state(vcpu, intid).copied()
+    }
+
+    /// The state of `intid` as `vcpu` sees it, borrowed (the hot paths' `irq`).
+    fn state(&self, vcpu: usize, intid: u32) -> Result<&IrqState, VgicError> {
         let v = self.vcpus.get(vcpu).ok_or(VgicError::NoSuchVcpu)?;
-        if intid < PRIVATE_IRQS {
-            return Ok(v.private[intid as usize]);
-        }
-        self.spis
-            .get((intid - PRIVATE_IRQS) as usize)
-            .copied()
-            .ok_or(VgicError::NoSuchIntid)
+        let irq = if intid < PRIVATE_IRQS {
+            v.private.get(intid as usize)
+        } else {
+            self.spis.get((intid - PRIVATE_IRQS) as usize)
+        };
+        irq.ok_or(VgicError::NoSuchIntid)
     }
 
     /// Applies `change` to the state of `intid` as `vcpu` sees it, then brings the
