@@ -38,6 +38,8 @@ pub enum GicError {
     NoRedistributor,
     /// The INTID is not a private peripheral interrupt.
     NotAPpi(u32),
+    /// The INTID is not a software-generated interrupt.
+    NotAnSgi(u32),
 }
 
 impl fmt::Display for GicError {
@@ -45,6 +47,7 @@ impl fmt::Display for GicError {
         match self {
             Self::NoRedistributor => f.write_str("no redistributor matches this CPU's MPIDR"),
             Self::NotAPpi(intid) => write!(f, "INTID {intid} is not a PPI"),
+            Self::NotAnSgi(intid) => write!(f, "INTID {intid} is not an SGI"),
         }
     }
 }
@@ -81,6 +84,21 @@ impl Gic {
         if !(16..32).contains(&intid) {
             return Err(GicError::NotAPpi(intid));
         }
+        self.enable_private(intid, priority);
+        Ok(())
+    }
+
+    /// Puts software-generated interrupt `intid` in group 1 at `priority` and enables it.
+    pub fn enable_sgi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
+        if intid >= 16 {
+            return Err(GicError::NotAnSgi(intid));
+        }
+        self.enable_private(intid, priority);
+        Ok(())
+    }
+
+    /// Group 1, `priority` and enable for INTID 0..31 in the redistributor's SGI frame.
+    fn enable_private(&self, intid: u32, priority: u8) {
         let sgi = self.redistributor + GICR_SGI_BASE;
         let bit = 1u32 << intid;
         let priority_word = sgi + GICR_IPRIORITYR + (intid as usize & !3);
@@ -89,7 +107,6 @@ impl Gic {
         let priorities = read32(priority_word) & !(0xff << shift);
         write32(priority_word, priorities | (u32::from(priority) << shift));
         write32(sgi + GICR_ISENABLER0, bit);
-        Ok(())
     }
 }
 
