@@ -53,9 +53,10 @@ impl Candidates {
         }
     }
 
-    /// Drops the INTIDs for which `busy` no longer holds.
-    pub(crate) fn retain(&mut self, busy: impl Fn(u32) -> bool) {
-        for (w, word) in self.bits.iter_mut().enumerate() {
+    /// Drops the INTIDs below `limit` for which `busy` no longer holds.
+    pub(crate) fn retain(&mut self, limit: u32, busy: impl Fn(u32) -> bool) {
+        let words = (limit as usize).div_ceil(64).min(WORDS);
+        for (w, word) in self.bits[..words].iter_mut().enumerate() {
             for bit in Bits(*word) {
                 if !busy((w * 64) as u32 + bit) {
                     *word &= !(1 << bit);
@@ -66,16 +67,40 @@ impl Candidates {
 
     /// The INTIDs of the set below `limit`, in increasing order (all of them while a rebuild
     /// is due).
-    pub(crate) fn iter(&self, limit: u32) -> impl Iterator<Item = u32> + '_ {
-        let everything = self.everything;
-        self.bits
-            .iter()
-            .enumerate()
-            .flat_map(move |(w, &word)| {
-                let word = if everything { u64::MAX } else { word };
-                Bits(word).map(move |b| (w * 64) as u32 + b)
-            })
-            .take_while(move |&i| i < limit)
+    pub(crate) fn iter(&self, limit: u32) -> Members<'_> {
+        let words = (limit as usize).div_ceil(64).min(WORDS);
+        Members {
+            words: &self.bits[..words],
+            everything: self.everything,
+            limit,
+            next_word: 0,
+            current: Bits(0),
+        }
+    }
+}
+
+/// The members of a candidate set, lowest first (`Candidates::iter`).
+pub(crate) struct Members<'a> {
+    words: &'a [u64],
+    everything: bool,
+    limit: u32,
+    next_word: usize,
+    current: Bits,
+}
+
+impl Iterator for Members<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        loop {
+            if let Some(bit) = self.current.next() {
+                let intid = (self.next_word as u32 - 1) * 64 + bit;
+                return (intid < self.limit).then_some(intid);
+            }
+            let &word = self.words.get(self.next_word)?;
+            self.next_word += 1;
+            self.current = Bits(if self.everything { u64::MAX } else { word });
+        }
     }
 }
 
@@ -108,8 +133,9 @@ mod tests {
             c.mark(i);
         }
         assert_eq!(c.iter(100).collect::<Vec<_>>(), [3, 64, 70, 99]);
-        c.retain(|i| i != 64);
+        c.retain(1000, |i| i != 64);
         assert_eq!(c.iter(1000).collect::<Vec<_>>(), [3, 70, 99, 200]);
+        assert_eq!(c.iter(200).collect::<Vec<_>>(), [3, 70, 99]);
     }
 
     #[test]
