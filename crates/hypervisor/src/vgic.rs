@@ -192,7 +192,14 @@ impl VirtualGic {
     pub fn unload(&mut self) {
         self.sync();
         gic_hyp::set_hcr(0);
-        self.lrs = [0; MAX_LIST_REGISTERS];
-        self.load_list_registers();
+        // Element by element: assigning a whole zero array is a 128-byte `memset` call,
+        // which costs more than the switch's few list registers.
+        for (n, lr) in self.lrs[..self.list_registers].iter_mut().enumerate() {
+            if self.loaded & (1 << n) != 0 {
+                gic_hyp::write_list_register(n, 0);
+            }
+            *lr = 0;
+        }
+        self.loaded = 0;
     }
 }
