@@ -1,5 +1,7 @@
 # Partita: every target is a thin wrapper over `cargo xtask` (see `cargo xtask --help`).
 # `make run` and `make test` first install whatever the machine is missing (`cargo xtask setup`).
+# `make run` uses deterministic virtual time (--icount): the guests see the time their
+# instructions take, never the emulator's slowness on a busy host.
 
 CONFIG ?= configs/default.toml
 CARGO ?= cargo
@@ -7,7 +9,7 @@ CARGO ?= cargo
 .PHONY: run test debug clean setup
 
 run: setup
-	$(CARGO) xtask run --config $(CONFIG)
+	$(CARGO) xtask run --config $(CONFIG) --icount
 
 test: setup
 	$(CARGO) xtask test

@@ -55,7 +55,8 @@ enum Task {
         config: ConfigArg,
         #[command(flatten)]
         cpu: CpuArg,
-        /// Count instructions instead of real time (deterministic timing).
+        /// Deterministic virtual time: 1 instruction = 1 ns, idle time skipped, fixed seed
+        /// and clock, so two runs print the same.
         #[arg(long)]
         icount: bool,
         /// Stop QEMU after this many seconds (exit status 124).

@@ -6,6 +6,7 @@
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -105,35 +106,72 @@ fn stop(child: &mut Child) -> Result<()> {
     Ok(())
 }
 
-/// A finished captured run: how it ended and everything it printed (stdout, then stderr).
+/// A finished captured run: how it ended and everything it printed (stdout and stderr, in
+/// the order it arrived).
 pub struct Captured {
     pub ending: Ending,
+    /// QEMU was stopped because the output met the caller's `stop` condition.
+    pub stopped: bool,
     pub output: String,
 }
 
-/// Runs `cmd` with no input and its output captured, stopping it after `deadline`.
-pub fn capture(cmd: &mut Command, deadline: Duration) -> Result<Captured> {
+/// Runs `cmd` with no input and its output captured, stopping it after `deadline`, or as
+/// soon as `stop` holds for the output so far.
+pub fn capture(
+    cmd: &mut Command,
+    deadline: Duration,
+    stop: impl Fn(&str) -> bool,
+) -> Result<Captured> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot start `{}`", describe(cmd)))?;
-    let stdout = child.stdout.take().map(drain);
-    let stderr = child.stderr.take().map(drain);
-    let ending = wait_until(&mut child, Some(deadline))?;
-    let mut output = String::new();
-    for reader in [stdout, stderr].into_iter().flatten() {
-        output.push_str(&reader.join().unwrap_or_default());
+    let output = Arc::new(Mutex::new(String::new()));
+    let readers = [
+        child.stdout.take().map(|p| collect(p, &output)),
+        child.stderr.take().map(|p| collect(p, &output)),
+    ];
+    let start = Instant::now();
+    let (ending, stopped) = loop {
+        if let Some(status) = child.try_wait()? {
+            break (Ending::Exited(exit_code(status)), false);
+        }
+        let met = output.lock().is_ok_and(|o| stop(&o));
+        if met || start.elapsed() >= deadline {
+            self::stop(&mut child)?;
+            break (Ending::TimedOut, met);
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    for reader in readers.into_iter().flatten() {
+        let _ = reader.join();
     }
-    Ok(Captured { ending, output })
+    let output = output.lock().map(|o| o.clone()).unwrap_or_default();
+    Ok(Captured {
+        ending,
+        stopped,
+        output,
+    })
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+/// Appends everything `pipe` yields to `output`, as it arrives.
+fn collect(
+    mut pipe: impl Read + Send + 'static,
+    output: &Arc<Mutex<String>>,
+) -> thread::JoinHandle<()> {
+    let output = Arc::clone(output);
     thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut o) = output.lock() {
+                o.push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        }
     })
 }
 
@@ -154,13 +192,29 @@ mod tests {
     #[test]
     fn captured_runs_report_status_output_and_timeouts() {
         let done = capture(
-            Command::new("sh").args(["-c", "echo hello; echo oops >&2; exit 3"]),
+            Command::new("sh").args(["-c", "echo hello; sleep 0.2; echo oops >&2; exit 3"]),
             Duration::from_secs(10),
+            |_| false,
         )
         .unwrap();
         assert!(matches!(done.ending, Ending::Exited(3)));
+        assert!(!done.stopped);
         assert_eq!(done.output, "hello\noops\n");
-        let slow = capture(Command::new("sleep").arg("10"), Duration::from_millis(100)).unwrap();
+        let slow = capture(
+            Command::new("sleep").arg("10"),
+            Duration::from_millis(100),
+            |_| false,
+        )
+        .unwrap();
         assert!(matches!(slow.ending, Ending::TimedOut));
+        assert!(!slow.stopped);
+        let watched = capture(
+            Command::new("sh").args(["-c", "echo ready; exec sleep 10"]),
+            Duration::from_secs(5),
+            |o| o.contains("ready"),
+        )
+        .unwrap();
+        assert!(watched.stopped);
+        assert_eq!(watched.output, "ready\n");
     }
 }

@@ -27,6 +27,26 @@ impl Cpu {
     }
 }
 
+/// QEMU's clock options. Deterministic runs (`--icount`) count instructions (1 instruction =
+/// 1 ns of virtual time), skip idle time and fix the seed and the guest's RTC, as
+/// BENCHMARKS.md asks: a guest never sees the emulator's own slowness as lateness, and two
+/// runs print the same. Other runs use QEMU's real-time clock, where the host's load shows
+/// up as guest latency.
+pub fn clock_args(deterministic: bool) -> &'static [&'static str] {
+    if deterministic {
+        &[
+            "-icount",
+            "shift=0,align=off,sleep=off",
+            "-seed",
+            "1",
+            "-rtc",
+            "base=2020-01-01T00:00:00,clock=vm",
+        ]
+    } else {
+        &[]
+    }
+}
+
 /// The gdb server port of `cargo xtask debug`.
 pub const GDB_PORT: u16 = 1234;
 
@@ -35,7 +55,7 @@ pub struct Machine<'a> {
     pub image: &'a Path,
     pub cpu: Cpu,
     pub cpus: u8,
-    /// Deterministic instruction counting instead of real time.
+    /// Deterministic virtual time (see `clock_args`).
     pub icount: bool,
     /// Halt at reset and wait for gdb on `GDB_PORT`.
     pub gdb: bool,
@@ -52,11 +72,7 @@ impl Machine<'_> {
             .args(["-semihosting-config", "enable=on,target=native"])
             .arg("-kernel")
             .arg(self.image);
-        if self.icount {
-            // Deterministic runs also need a fixed seed and guest clock (BENCHMARKS.md).
-            cmd.args(["-icount", "shift=0,align=off,sleep=off", "-seed", "1"])
-                .args(["-rtc", "base=2020-01-01T00:00:00,clock=vm"]);
-        }
+        cmd.args(clock_args(self.icount));
         if self.gdb {
             cmd.args(["-S", "-gdb", &format!("tcp::{GDB_PORT}")]);
         }

@@ -2,8 +2,11 @@
 //! Linux directly on QEMU for comparison) on which CPU, the Linux job it runs, the exit status
 //! QEMU must end with and what the console must (not) show.
 //!
-//! Console expectations are line patterns where `*` stands for any text. Adding a scenario
-//! is adding a row to `SCENARIOS`; running them is `suite`'s job.
+//! Console expectations are line patterns where `*` stands for any text. A scenario ends when
+//! QEMU exits with a status, or, for systems that run forever (FreeRTOS never powers off),
+//! when a console condition is met (`End::StopWhen`): the runner then stops QEMU and that
+//! is the success. Adding a scenario is adding a row to `SCENARIOS`; running them is
+//! `suite`'s job.
 
 use crate::qemu::Cpu;
 
@@ -13,6 +16,49 @@ pub enum Expect {
     Line(&'static str),
     NoLine(&'static str),
     Count(&'static str, usize),
+    /// At least this many lines match.
+    CountAtLeast(&'static str, usize),
+    /// Every line that matches the first pattern also matches the second (and one does).
+    Every(&'static str, &'static str),
+}
+
+/// How a scenario's run must end.
+#[derive(Clone, Copy, Debug)]
+pub enum End {
+    /// QEMU exits by itself with this status.
+    Exit(i32),
+    /// The runner stops QEMU once the console meets this condition; QEMU exiting first is
+    /// a failure.
+    StopWhen(StopWhen),
+}
+
+/// A console condition that ends a run: `count` lines matching `pattern`, counted after
+/// the first line matching `after` (from the start when `None`).
+#[derive(Clone, Copy, Debug)]
+pub struct StopWhen {
+    pub after: Option<&'static str>,
+    pub pattern: &'static str,
+    pub count: usize,
+}
+
+impl StopWhen {
+    /// Whether `lines` (the console so far) meet the condition.
+    pub fn met<'a>(&self, lines: impl Iterator<Item = &'a str>) -> bool {
+        let mut armed = self.after.is_none();
+        let mut seen = 0;
+        for line in lines {
+            if armed && matches(self.pattern, line) {
+                seen += 1;
+                if seen >= self.count {
+                    return true;
+                }
+            }
+            if !armed && self.after.is_some_and(|a| matches(a, line)) {
+                armed = true;
+            }
+        }
+        false
+    }
 }
 
 /// What a scenario boots.
@@ -21,6 +67,8 @@ pub enum Boot {
     Partita(&'static str),
     /// Debian's kernel and the project's initramfs directly on QEMU (no hypervisor).
     NativeLinux,
+    /// The FreeRTOS guest image directly on QEMU, with these boot arguments.
+    NativeFreertos(&'static str),
 }
 
 pub struct Scenario {
@@ -29,7 +77,10 @@ pub struct Scenario {
     /// The command every Linux VM (or native Linux) runs instead of its shell.
     pub job: Option<&'static str>,
     pub cpu: Cpu,
-    pub exit_status: i32,
+    /// Deterministic virtual time (`-icount shift=0,align=off,sleep=off`): every scenario
+    /// that asserts on timing the guests report runs with it.
+    pub icount: bool,
+    pub end: End,
     pub timeout_secs: u64,
     pub expect: &'static [Expect],
 }
@@ -73,13 +124,57 @@ const WORKLOAD_DONE: &[Expect] = &[
     Expect::NoLine(LINUX_FAULT),
 ];
 
-pub const SCENARIOS: [Scenario; 10] = [
+const FREERTOS_RT: &str = "[freertos] rt: samples=*";
+const FREERTOS_NO_MISS: &str = "[freertos] rt: samples=* misses=0";
+const FREERTOS_FAULT: &str = "[partita] vm freertos: fault: *";
+const LINUX_POWERED_OFF: &str = "[partita] vm linux: powered off";
+/// The load Linux runs beside FreeRTOS on the shared CPU (issue 4).
+const LOAD_JOB: &str = "hackbench -g 4 -l 2000 && stress-ng --cpu 1 --timeout 5s";
+/// A lighter load for the split system, whose two emulated CPUs take twice the host time.
+const SPLIT_LOAD_JOB: &str = "hackbench -g 4 -l 200 && stress-ng --cpu 1 --timeout 2s";
+/// The split system: both VMs run and FreeRTOS outlives Linux. Its deadline misses are not
+/// asserted: under -icount QEMU runs the two CPUs in turn on one host thread, and while
+/// CPU 1 is busy CPU 0's timer interrupts are taken late in virtual time (an emulation
+/// artefact, not Partita's: CPU 0 has no other VM and takes no lock CPU 1 holds).
+const SPLIT_BESIDE_LINUX: &[Expect] = &[
+    Expect::Line("[freertos] hello from FreeRTOS task 1"),
+    Expect::Line("*Time: *"),
+    Expect::Line("[linux] stress-ng: info: * successful run completed in *"),
+    Expect::Line("[linux] partita: job exit 0"),
+    Expect::Line(LINUX_POWERED_OFF),
+    Expect::CountAtLeast(FREERTOS_RT, 4),
+    Expect::NoLine(PANIC),
+    Expect::NoLine(LINUX_FAULT),
+    Expect::NoLine(FREERTOS_FAULT),
+];
+/// FreeRTOS beside a Linux that ran a job and powered off: both ran, every one of FreeRTOS's
+/// lines reports no deadline miss, and it kept printing after Linux stopped (`StopWhen`).
+const BESIDE_LINUX: &[Expect] = &[
+    Expect::Line("[freertos] hello from FreeRTOS task 1"),
+    Expect::Line("*Time: *"),
+    Expect::Line("[linux] stress-ng: info: * successful run completed in *"),
+    Expect::Line("[linux] partita: job exit 0"),
+    Expect::Line(LINUX_POWERED_OFF),
+    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+    Expect::NoLine(PANIC),
+    Expect::NoLine(LINUX_FAULT),
+    Expect::NoLine(FREERTOS_FAULT),
+];
+/// Three more FreeRTOS lines once Linux has powered off.
+const AFTER_LINUX_OFF: End = End::StopWhen(StopWhen {
+    after: Some(LINUX_POWERED_OFF),
+    pattern: FREERTOS_RT,
+    count: 3,
+});
+
+pub const SCENARIOS: [Scenario; 16] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
         job: None,
         cpu: Cpu::CortexA72,
-        exit_status: 0,
+        icount: false,
+        end: End::Exit(0),
         timeout_secs: 60,
         expect: CLEAN_PROBE,
     },
@@ -88,7 +183,8 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::Partita("configs/probe.toml"),
         job: None,
         cpu: Cpu::Max,
-        exit_status: 0,
+        icount: false,
+        end: End::Exit(0),
         timeout_secs: 60,
         expect: CLEAN_PROBE,
     },
@@ -97,7 +193,8 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::Partita("configs/tests/probe-crash.toml"),
         job: None,
         cpu: Cpu::CortexA72,
-        exit_status: 1,
+        icount: false,
+        end: End::Exit(1),
         timeout_secs: 60,
         expect: &[
             Expect::Line("[probe] probe: crashing on purpose"),
@@ -110,7 +207,8 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::Partita("configs/tests/probe-reset.toml"),
         job: None,
         cpu: Cpu::CortexA72,
-        exit_status: 0,
+        icount: false,
+        end: End::Exit(0),
         timeout_secs: 60,
         expect: &[
             Expect::Count(PROBE_BOOT, 2),
@@ -125,7 +223,8 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::Partita(LINUX_CONFIG),
         job: Some(TIMER_JOB),
         cpu: Cpu::CortexA72,
-        exit_status: 0,
+        icount: false,
+        end: End::Exit(0),
         timeout_secs: 180,
         expect: &[
             Expect::Line(LINUX_JOB_START),
@@ -141,7 +240,8 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::Partita(LINUX_CONFIG),
         job: Some(TIMER_JOB),
         cpu: Cpu::Max,
-        exit_status: 0,
+        icount: false,
+        end: End::Exit(0),
         timeout_secs: 180,
         expect: &[
             Expect::Line("[linux] timer interrupts * then *"),
@@ -155,7 +255,8 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::Partita("configs/tests/linux-beside-probe.toml"),
         job: Some(TIMER_JOB),
         cpu: Cpu::CortexA72,
-        exit_status: 0,
+        icount: false,
+        end: End::Exit(0),
         timeout_secs: 180,
         expect: &[
             Expect::Line(PROBE_PASSED),
@@ -172,7 +273,8 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::Partita(LINUX_CONFIG),
         job: Some("echo c > /proc/sysrq-trigger"),
         cpu: Cpu::CortexA72,
-        exit_status: 1,
+        icount: false,
+        end: End::Exit(1),
         timeout_secs: 180,
         expect: &[
             Expect::Line(LINUX_JOB_START),
@@ -187,7 +289,8 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::Partita(LINUX_CONFIG),
         job: Some(WORKLOAD_JOB),
         cpu: Cpu::CortexA72,
-        exit_status: 0,
+        icount: false,
+        end: End::Exit(0),
         timeout_secs: 300,
         expect: WORKLOAD_DONE,
     },
@@ -196,9 +299,104 @@ pub const SCENARIOS: [Scenario; 10] = [
         boot: Boot::NativeLinux,
         job: Some(WORKLOAD_JOB),
         cpu: Cpu::CortexA72,
-        exit_status: 0,
+        icount: false,
+        end: End::Exit(0),
         timeout_secs: 300,
         expect: WORKLOAD_DONE,
+    },
+    Scenario {
+        name: "freertos-native",
+        boot: Boot::NativeFreertos("rt.samples=2000"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: &[
+            Expect::Line("Partita FreeRTOS guest: *"),
+            Expect::Line("hello from FreeRTOS task 1"),
+            Expect::Line("goodbye from FreeRTOS task 2"),
+            Expect::Line("rt: samples=2000 * misses=0"),
+        ],
+    },
+    Scenario {
+        name: "freertos-partita",
+        boot: Boot::Partita("configs/tests/freertos.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: &[
+            Expect::Line("[freertos] Partita FreeRTOS guest: *"),
+            Expect::Line("[freertos] hello from FreeRTOS task 1"),
+            Expect::Line("[freertos] goodbye from FreeRTOS task 2"),
+            Expect::Line("[freertos] rt: samples=2000 * misses=0"),
+            Expect::Line("[partita] all VMs powered off"),
+            Expect::NoLine(PANIC),
+            Expect::NoLine(FREERTOS_FAULT),
+        ],
+    },
+    Scenario {
+        name: "default-linux-load",
+        boot: Boot::Partita("configs/default.toml"),
+        job: Some(LOAD_JOB),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 420,
+        expect: BESIDE_LINUX,
+    },
+    Scenario {
+        name: "default-linux-reboot",
+        boot: Boot::Partita("configs/default.toml"),
+        job: Some("reboot -f"),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::StopWhen(StopWhen {
+            after: Some("[partita] vm linux: reset (boot 3)"),
+            pattern: FREERTOS_RT,
+            count: 1,
+        }),
+        timeout_secs: 120,
+        expect: &[
+            Expect::CountAtLeast(LINUX_JOB_START, 2),
+            Expect::Line("[partita] vm linux: reset (boot 2)"),
+            Expect::CountAtLeast(FREERTOS_RT, 2),
+            Expect::Line("[freertos] hello from FreeRTOS task 1"),
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::NoLine(FREERTOS_FAULT),
+            Expect::NoLine("[partita] vm freertos: reset*"),
+            Expect::NoLine(PANIC),
+        ],
+    },
+    Scenario {
+        name: "split-linux-load",
+        boot: Boot::Partita("configs/split.toml"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 300,
+        expect: SPLIT_BESIDE_LINUX,
+    },
+    Scenario {
+        name: "probe-crash-beside-linux",
+        boot: Boot::Partita("configs/tests/probe-crash-beside-linux.toml"),
+        job: Some(TIMER_JOB),
+        cpu: Cpu::CortexA72,
+        icount: false,
+        end: End::Exit(1),
+        timeout_secs: 180,
+        expect: &[
+            Expect::Line("[probe] probe: crashing on purpose"),
+            Expect::Line(PROBE_FAULT),
+            Expect::Line("[linux] timer interrupts * then *"),
+            Expect::Line("[linux] partita: job exit 0"),
+            Expect::Line(LINUX_POWERED_OFF),
+            Expect::Line("[partita] all VMs stopped, at least one faulted"),
+            Expect::NoLine(PANIC),
+        ],
     },
 ];
 
@@ -227,14 +425,28 @@ pub fn console_lines(output: &str) -> impl Iterator<Item = &str> {
     output.lines().map(|l| l.trim_end_matches('\r'))
 }
 
-/// What is wrong with a run's output and status; empty when it passed.
-pub fn verdict(scenario: &Scenario, status: i32, output: &str) -> Vec<String> {
+/// How a run ended, as the runner saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    Exited(i32),
+    /// The runner stopped QEMU because the scenario's stop condition was met.
+    Stopped,
+}
+
+/// What is wrong with a run's ending and output; empty when it passed.
+pub fn verdict(scenario: &Scenario, ended: RunEnd, output: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    if status != scenario.exit_status {
-        problems.push(format!(
-            "QEMU exited with status {status}, expected {}",
-            scenario.exit_status
-        ));
+    match (scenario.end, ended) {
+        (End::Exit(want), RunEnd::Exited(status)) if status != want => {
+            problems.push(format!("QEMU exited with status {status}, expected {want}"))
+        }
+        (End::StopWhen(_), RunEnd::Exited(status)) => problems.push(format!(
+            "QEMU exited with status {status} before the stop condition was met"
+        )),
+        (End::Exit(_), RunEnd::Stopped) => {
+            problems.push("stopped without a stop condition".to_string())
+        }
+        _ => {}
     }
     let count = |p: &str| console_lines(output).filter(|l| matches(p, l)).count();
     for e in scenario.expect {
@@ -245,6 +457,18 @@ pub fn verdict(scenario: &Scenario, status: i32, output: &str) -> Vec<String> {
             }
             Expect::Count(p, n) if count(p) != n => {
                 problems.push(format!("{} line(s) match \"{p}\", expected {n}", count(p)))
+            }
+            Expect::CountAtLeast(p, n) if count(p) < n => problems.push(format!(
+                "{} line(s) match \"{p}\", expected at least {n}",
+                count(p)
+            )),
+            Expect::Every(p, q) => {
+                let all: Vec<&str> = console_lines(output).filter(|l| matches(p, l)).collect();
+                if let Some(bad) = all.iter().find(|l| !matches(q, l)) {
+                    problems.push(format!("line \"{bad}\" does not match \"{q}\""));
+                } else if all.is_empty() {
+                    problems.push(format!("no line matches \"{p}\""));
+                }
             }
             _ => {}
         }
@@ -278,9 +502,9 @@ mod tests {
     fn verdicts_check_status_and_console() {
         let clean = &SCENARIOS[0];
         let good = "[partita] Partita\r\n[probe] ok 1 psci version\r\n[probe] probe: all 1 checks passed\r\n";
-        assert!(verdict(clean, 0, good).is_empty());
+        assert!(verdict(clean, RunEnd::Exited(0), good).is_empty());
         assert_eq!(
-            verdict(clean, 1, "[probe] FAIL 1 psci version\n"),
+            verdict(clean, RunEnd::Exited(1), "[probe] FAIL 1 psci version\n"),
             [
                 "QEMU exited with status 1, expected 0",
                 "no line matches \"[probe] probe: all * checks passed\"",
@@ -289,11 +513,69 @@ mod tests {
         );
         let reset = &SCENARIOS[3];
         assert_eq!(
-            verdict(reset, 0, "[probe] probe: started, bootargs \"reset\"\n"),
+            verdict(
+                reset,
+                RunEnd::Exited(0),
+                "[probe] probe: started, bootargs \"reset\"\n"
+            ),
             [
                 "1 line(s) match \"[probe] probe: started*\", expected 2",
                 "no line matches \"[probe] probe: reset worked, boot 2\""
             ]
+        );
+    }
+
+    #[test]
+    fn runs_stop_on_a_count_after_an_anchor() {
+        let lines = ["rt 1", "off", "rt 2", "x", "rt 3"];
+        let after_off = |count| StopWhen {
+            after: Some("off"),
+            pattern: "rt *",
+            count,
+        };
+        assert!(after_off(2).met(lines.into_iter()));
+        assert!(!after_off(3).met(lines.into_iter()));
+        let anywhere = StopWhen {
+            after: None,
+            pattern: "rt *",
+            count: 3,
+        };
+        assert!(anywhere.met(lines.into_iter()));
+        assert!(!after_off(1).met(["rt 1"].into_iter()));
+    }
+
+    #[test]
+    fn stopped_runs_and_counts() {
+        let beside = SCENARIOS
+            .iter()
+            .find(|s| s.name == "default-linux-load")
+            .unwrap();
+        let problems = verdict(
+            beside,
+            RunEnd::Exited(0),
+            "[freertos] rt: samples=1 max_ns=1 mean_ns=1 misses=2\n",
+        );
+        assert!(problems
+            .contains(&"QEMU exited with status 0 before the stop condition was met".to_string()));
+        assert!(problems.contains(&"line \"[freertos] rt: samples=1 max_ns=1 mean_ns=1 misses=2\" does not match \"[freertos] rt: samples=* misses=0\"".to_string()));
+        let at_least = Scenario {
+            name: "count",
+            boot: Boot::NativeFreertos(""),
+            job: None,
+            cpu: Cpu::CortexA72,
+            icount: false,
+            end: End::Exit(0),
+            timeout_secs: 1,
+            expect: &[Expect::CountAtLeast("a", 2)],
+        };
+        assert_eq!(
+            verdict(&at_least, RunEnd::Exited(0), "a\nb\n"),
+            ["1 line(s) match \"a\", expected at least 2"]
+        );
+        assert!(verdict(&at_least, RunEnd::Exited(0), "a\na\n").is_empty());
+        assert_eq!(
+            verdict(&at_least, RunEnd::Stopped, "a\na\n"),
+            ["stopped without a stop condition"]
         );
     }
 

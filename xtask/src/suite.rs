@@ -15,7 +15,7 @@ use crate::linux;
 use crate::paths::{self, root, TARGET};
 use crate::process::{self, step, Ending};
 use crate::qemu::Machine;
-use crate::scenarios::{verdict, Boot, Scenario, SCENARIOS};
+use crate::scenarios::{console_lines, verdict, Boot, End, RunEnd, Scenario, SCENARIOS};
 
 /// Lines of console output shown when a scenario fails.
 const TAIL_LINES: usize = 40;
@@ -131,18 +131,25 @@ pub fn run_all() -> bool {
 /// Boots one scenario and returns what went wrong (empty when it passed).
 fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
     let mut cmd = scenario_command(scenario)?;
-    let run = process::capture(&mut cmd, Duration::from_secs(scenario.timeout_secs))?;
-    let mut problems = match run.ending {
-        Ending::Exited(status) => verdict(scenario, status, &run.output),
-        Ending::TimedOut => vec![format!(
-            "QEMU did not exit within {} s (stopped)",
+    let deadline = Duration::from_secs(scenario.timeout_secs);
+    let stop = |output: &str| match scenario.end {
+        End::StopWhen(condition) => condition.met(console_lines(output)),
+        End::Exit(_) => false,
+    };
+    let run = process::capture(&mut cmd, deadline, stop)?;
+    let output = run.output;
+    let mut problems = match (run.ending, run.stopped) {
+        (Ending::Exited(status), _) => verdict(scenario, RunEnd::Exited(status), &output),
+        (Ending::TimedOut, true) => verdict(scenario, RunEnd::Stopped, &output),
+        (Ending::TimedOut, false) => vec![format!(
+            "QEMU did not end within {} s (stopped)",
             scenario.timeout_secs
         )],
     };
     if !problems.is_empty() {
         problems.push(format!("command: {}", process::describe(&cmd)));
         problems.push(format!("last {TAIL_LINES} console lines:"));
-        let lines: Vec<&str> = run.output.lines().collect();
+        let lines: Vec<&str> = output.lines().collect();
         let tail = &lines[lines.len().saturating_sub(TAIL_LINES)..];
         problems.extend(
             tail.iter()
@@ -164,15 +171,31 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
                 image: &image,
                 cpu: scenario.cpu,
                 cpus: system.config.board.cpus,
-                icount: false,
+                icount: scenario.icount,
                 gdb: false,
             };
             Ok(machine.command())
         }
+        Boot::NativeFreertos(bootargs) => {
+            let image = paths::guest_image("freertos");
+            let machine = Machine {
+                image: &image,
+                cpu: scenario.cpu,
+                cpus: 1,
+                icount: scenario.icount,
+                gdb: false,
+            };
+            let mut cmd = machine.command();
+            cmd.args(["-append", bootargs]);
+            Ok(cmd)
+        }
         Boot::NativeLinux => {
             let guest = linux::prepare(&paths::cache_dir())?;
             let bootargs = linux::bootargs(scenario.job, &[])?;
-            let options = linux::NativeOptions::default();
+            let options = linux::NativeOptions {
+                icount: scenario.icount,
+                ..linux::NativeOptions::default()
+            };
             Ok(linux::native_command(&guest, &bootargs, &options))
         }
     }

@@ -11,6 +11,7 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use heapless::Deque;
 use partita_core::config::{SystemConfig, VmKind};
@@ -35,6 +36,11 @@ struct Router {
 
 static ROUTER: Once<Mutex<Router>> = Once::new();
 
+/// Per VM: characters wait in its queue. Checked without the lock before every guest entry,
+/// so CPUs never contend for the router unless input is pending: a CPU spinning on a lock
+/// another CPU holds would delay its real-time VM by as long as the holder runs.
+static WAITING: Once<Vec<AtomicBool>> = Once::new();
+
 /// Sets the routing up for the configured VMs and enables the physical UART's receive
 /// interrupt (boot CPU, once).
 pub fn init(config: &SystemConfig) {
@@ -49,6 +55,7 @@ pub fn init(config: &SystemConfig) {
             config.vms[focus].name
         );
     }
+    WAITING.call_once(|| config.vms.iter().map(|_| AtomicBool::new(false)).collect());
     ROUTER.call_once(|| {
         Mutex::new(Router {
             keys: FocusKeys::default(),
@@ -79,6 +86,7 @@ pub fn receive(this_cpu: u8) {
                 let focus = r.focus;
                 if let Some(queue) = r.queues.get_mut(focus) {
                     let _ = queue.push_back(b);
+                    set_waiting(focus, true);
                 }
                 kick = r.cpus.get(focus).copied();
             }
@@ -94,8 +102,18 @@ pub fn receive(this_cpu: u8) {
     }
 }
 
+fn set_waiting(vm: usize, waiting: bool) {
+    if let Some(flag) = WAITING.get().and_then(|w| w.get(vm)) {
+        flag.store(waiting, Ordering::Release);
+    }
+}
+
 /// Hands VM `vm`'s queued characters to `deliver` until it refuses one (its FIFO is full).
 pub fn take(vm: usize, mut deliver: impl FnMut(u8) -> bool) {
+    let waiting = WAITING.get().and_then(|w| w.get(vm));
+    if !waiting.is_some_and(|w| w.load(Ordering::Acquire)) {
+        return;
+    }
     let Some(router) = ROUTER.get() else {
         return;
     };
@@ -108,5 +126,8 @@ pub fn take(vm: usize, mut deliver: impl FnMut(u8) -> bool) {
             break;
         }
         queue.pop_front();
+    }
+    if queue.is_empty() {
+        set_waiting(vm, false);
     }
 }

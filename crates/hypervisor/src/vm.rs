@@ -22,7 +22,7 @@ use crate::arch::aarch64::vectors::Exit;
 use crate::console::VmConsole;
 use crate::devices::Devices;
 use crate::input;
-use crate::memory::GuestMemory;
+use crate::memory::{self, GuestMemory};
 use crate::println;
 use crate::seed;
 use crate::system::{Stop, System};
@@ -55,6 +55,35 @@ pub struct Vm {
     /// guest) when the vCPU left the CPU; it is made active again when it comes back.
     timer_ppi_active: bool,
     pub vcpu: Vcpu,
+    /// The rebuild in progress, if the VM is being (re)built.
+    rebuild: Option<Rebuild>,
+}
+
+/// Bytes of guest memory rebuilt at a time: about 5 us of emulated time (zeroing with
+/// DC ZVA and cleaning by line), the most a restarting VM delays a higher-priority one.
+const REBUILD_PIECE: u64 = 0x1_0000;
+
+/// Where a VM's rebuild stands, and its freshly generated device tree.
+struct Rebuild {
+    fdt: Vec<u8>,
+    region: usize,
+    offset: u64,
+}
+
+impl Rebuild {
+    /// What goes into the VM's memory: the initrd (empty without one), the image and the
+    /// device tree, each at its guest-physical address.
+    fn blobs<'a>(&'a self, config: &VmConfig, images: &VmImages<'a>) -> [(u64, &'a [u8]); 3] {
+        let initrd = match (config.initrd_region(), images.initrd) {
+            (Some(region), Some(bytes)) => (region.base, bytes),
+            _ => (0, &[][..]),
+        };
+        [
+            initrd,
+            (config.load_address().unwrap_or(0), images.image),
+            (config.dtb_address().unwrap_or(0), &self.fdt[..]),
+        ]
+    }
 }
 
 impl Vm {
@@ -103,6 +132,7 @@ impl Vm {
             forwarded,
             timer_ppi_active: false,
             vcpu: Vcpu::new(0, 0, physical_timer),
+            rebuild: None,
         };
         vm.load();
         for &intid in &vm.forwarded {
@@ -111,40 +141,71 @@ impl Vm {
         vm
     }
 
-    /// Clears memory, copies the image and device tree in, and resets devices, the vCPU
-    /// and the state of the physical interrupts the VM owns.
+    /// Builds the VM's memory for a boot in one go (before any VM of the CPU runs).
     fn load(&mut self) {
-        let load = self.config.load_address().unwrap_or(0);
+        self.begin_load();
+        while !self.rebuild_step() {}
+    }
+
+    /// Starts rebuilding the VM for a boot: its memory is cleared and the image, initrd and
+    /// device tree copied in a piece at a time by `rebuild_step`.
+    fn begin_load(&mut self) {
         let seed = seed::for_vm(self.index, self.boots);
         let fdt = match guest_fdt(self.config, self.board, &seed) {
             Ok(fdt) if fdt.len() as u64 <= DTB_SIZE => fdt,
             Ok(fdt) => panic!("vm {}: device tree of {} bytes", self.name, fdt.len()),
             Err(e) => panic!("vm {}: device tree: {e}", self.name),
         };
-        let dtb = self.config.dtb_address().unwrap_or(0);
-        for m in &mut self.memory {
-            m.clear();
-        }
-        let initrd = match (self.config.initrd_region(), self.images.initrd) {
-            (Some(region), Some(bytes)) => self.copy_in(region.base, bytes),
-            (None, None) => true,
-            _ => false,
+        let rebuild = Rebuild {
+            fdt,
+            region: 0,
+            offset: 0,
         };
-        if !initrd || !self.copy_in(load, self.images.image) || !self.copy_in(dtb, &fdt) {
+        let fits = rebuild
+            .blobs(self.config, &self.images)
+            .iter()
+            .all(|&(at, bytes)| bytes.is_empty() || self.is_ram(at, bytes.len() as u64));
+        if !fits {
             panic!(
                 "vm {}: image, initrd or device tree outside its memory",
                 self.name
             );
         }
-        for m in &self.memory {
-            m.clean_to_poc();
+        self.rebuild = Some(rebuild);
+    }
+
+    /// Whether the VM's memory is being rebuilt (it cannot run yet).
+    pub fn rebuilding(&self) -> bool {
+        self.rebuild.is_some()
+    }
+
+    /// Rebuilds the next piece of the VM's memory; true when the VM is ready to start (its
+    /// devices, virtual GIC and vCPU are then fresh too).
+    pub fn rebuild_step(&mut self) -> bool {
+        let Some(rebuild) = self.rebuild.as_mut() else {
+            return true;
+        };
+        if let Some(m) = self.memory.get_mut(rebuild.region) {
+            let blobs = rebuild.blobs(self.config, &self.images);
+            m.rebuild(m.guest.base + rebuild.offset, REBUILD_PIECE, &blobs);
+            rebuild.offset += REBUILD_PIECE;
+            if rebuild.offset >= m.guest.size {
+                rebuild.region += 1;
+                rebuild.offset = 0;
+            }
+            return false;
         }
+        self.rebuild = None;
+        memory::sync_instruction_cache();
         self.devices = Devices::new(&self.config.devices, self.boots);
         self.vgic = VirtualGic::new(self.board, &self.forwarded);
         self.release_interrupts();
         self.timer_ppi_active = false;
         self.stage2.forget_translations();
+        let load = self.config.load_address().unwrap_or(0);
+        let dtb = self.config.dtb_address().unwrap_or(0);
         self.vcpu = Vcpu::new(load, dtb, self.physical_timer);
+        true
     }
 
     /// Ends what the previous boot left behind on the physical interrupts the VM owns: an
@@ -182,12 +243,6 @@ impl Vm {
             // Validation keeps device interrupts among the board's SPIs.
             let _ = self.vgic.set_level(irq, level);
         }
-    }
-
-    fn copy_in(&mut self, ipa: u64, bytes: &[u8]) -> bool {
-        self.memory
-            .iter_mut()
-            .any(|m| m.contains(ipa, bytes.len() as u64) && m.copy_in(ipa, bytes))
     }
 
     /// Whether `len` bytes at guest-physical `ipa` are inside the VM's RAM.
@@ -245,8 +300,9 @@ impl Vm {
         timer::virtual_deadline(self.counter_offset)
     }
 
-    /// PSCI SYSTEM_RESET of the switched-out VM: rebuilt and restarted with the boot count
-    /// one higher, or stopped as faulted (`on_reset = "fault"`).
+    /// PSCI SYSTEM_RESET of the switched-out VM: its rebuild begins (the scheduler runs it
+    /// piece by piece) and it restarts with the boot count one higher; or it is stopped as
+    /// faulted (`on_reset = "fault"`).
     pub fn reset(&mut self) -> Option<Stop> {
         self.console.flush_partial();
         if self.config.on_reset == ResetAction::Fault {
@@ -258,7 +314,7 @@ impl Vm {
         }
         self.boots += 1;
         println!("vm {}: reset (boot {})", self.name, self.boots);
-        self.load();
+        self.begin_load();
         None
     }
 

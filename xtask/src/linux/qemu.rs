@@ -65,11 +65,7 @@ pub fn native_command(guest: &LinuxGuest, bootargs: &str, options: &NativeOption
         .arg("-initrd")
         .arg(&guest.initramfs)
         .args(["-append", bootargs]);
-    if options.icount {
-        command
-            .args(["-icount", "shift=0,align=off,sleep=off", "-seed", "1"])
-            .args(["-rtc", "base=2020-01-01T00:00:00,clock=vm"]);
-    }
+    command.args(crate::qemu::clock_args(options.icount));
     if options.no_reboot {
         command.arg("-no-reboot");
     }

@@ -98,11 +98,7 @@ pub fn command(
         .arg(xen)
         .args(["-append", &XEN_CMDLINE.join(" ")])
         .args(["-device", &kernel, "-device", &initrd]);
-    if options.icount {
-        command
-            .args(["-icount", "shift=0,align=off,sleep=off", "-seed", "1"])
-            .args(["-rtc", "base=2020-01-01T00:00:00,clock=vm"]);
-    }
+    command.args(crate::qemu::clock_args(options.icount));
     command
 }
 

@@ -20,7 +20,7 @@ use alloc::vec::Vec;
 use partita_core::board::Board;
 use partita_core::sched::{ticks_from_micros, RunQueue, VcpuId, VcpuState};
 
-use crate::arch::aarch64::timer;
+use crate::arch::aarch64::{gic, timer};
 use crate::system::{Stop, System};
 use crate::trap::Outcome;
 use crate::vm::Vm;
@@ -115,6 +115,9 @@ impl CpuScheduler {
 
     /// Runs `vms[at]` until the scheduler has to decide again.
     fn run_vcpu(&mut self, at: usize) {
+        if self.vms[at].rebuilding() {
+            return self.rebuild(at);
+        }
         self.switch_to(at);
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
         loop {
@@ -134,6 +137,18 @@ impl CpuScheduler {
                 }
                 Outcome::Reset => return self.reset(at),
                 Outcome::Stop(how) => return self.stop(at, how),
+            }
+        }
+    }
+
+    /// Rebuilds `vms[at]` (restarting after SYSTEM_RESET) a piece at a time, handling the
+    /// physical interrupts that arrive in between: a higher-priority VM waits for one piece
+    /// at most, never for the whole of a large VM's memory.
+    fn rebuild(&mut self, at: usize) {
+        timer::arm_hyp_timer(self.queue.next_event(timer::now()));
+        while !self.vms[at].rebuild_step() {
+            if gic::pending() && self.handle_interrupts() {
+                return;
             }
         }
     }

@@ -212,6 +212,11 @@ pub fn set_active_ppi(board: &Board, intid: u32) {
     }
 }
 
+/// Whether an interrupt is pending for this CPU (ICC_HPPIR1_EL1), without acknowledging it.
+pub fn pending() -> bool {
+    ((read_sysreg!("s3_0_c12_c12_2") & 0xff_ffff) as u32) < FIRST_SPECIAL
+}
+
 /// Acknowledges the highest-priority pending interrupt, if any (ICC_IAR1_EL1).
 pub fn acknowledge() -> Option<u32> {
     let intid = (read_sysreg!("s3_0_c12_c12_0") & 0xff_ffff) as u32;
