@@ -344,7 +344,8 @@ pub const SCENARIOS: [Scenario; 16] = [
         cpu: Cpu::CortexA72,
         icount: true,
         end: AFTER_LINUX_OFF,
-        timeout_secs: 420,
+        // About 25 s of virtual time: 4 minutes on an idle host, more on a busy one.
+        timeout_secs: 900,
         expect: BESIDE_LINUX,
     },
     Scenario {
