@@ -4,7 +4,7 @@
 CONFIG ?= configs/default.toml
 CARGO ?= cargo
 
-.PHONY: run test debug clean setup
+.PHONY: run test debug clean setup bench bench-quick
 
 run: setup
 	$(CARGO) xtask run --config $(CONFIG)
@@ -25,3 +25,9 @@ setup:
 
 clean:
 	$(CARGO) xtask clean
+
+bench: setup
+	$(CARGO) xtask bench
+
+bench-quick: setup
+	$(CARGO) xtask bench --quick
