@@ -224,8 +224,16 @@ fn records_of(
     (records, missing)
 }
 
-/// The matrix rows that cannot run yet.
+/// The matrix rows that cannot run yet, and the experiments no row runs yet.
 fn unmeasured_rows() -> Vec<NotMeasured> {
+    let experiments = matrix::EXPERIMENTS_NOT_RUN
+        .iter()
+        .map(|(guest, what, reason)| NotMeasured {
+            config: "every configuration".to_owned(),
+            guest: (*guest).to_owned(),
+            what: (*what).to_owned(),
+            reason: (*reason).to_owned(),
+        });
     ROWS.iter()
         .filter_map(|row| match row.availability {
             Availability::NotMeasured(reason) => Some(NotMeasured {
@@ -236,6 +244,7 @@ fn unmeasured_rows() -> Vec<NotMeasured> {
             }),
             Availability::Measured(_) => None,
         })
+        .chain(experiments)
         .collect()
 }
 

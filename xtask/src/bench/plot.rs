@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use anyhow::{anyhow, bail, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::formula::{overhead, performance_ratio};
 use super::matrix::{Headline, CONFIGS, LINUX_HEADLINES};
@@ -28,11 +29,17 @@ struct Histogram {
     buckets: Vec<(u64, u64, f64)>,
 }
 
-/// Named horizontal bars.
+/// Named horizontal bars, top to bottom, each with the text printed beside it.
 struct Bars {
     title: String,
     axis: String,
-    items: Vec<(String, f64)>,
+    items: Vec<Bar>,
+}
+
+struct Bar {
+    name: String,
+    value: f64,
+    text: String,
 }
 
 /// One plot, drawn the same way on every backend.
@@ -107,7 +114,6 @@ fn histogram_on<DB: DrawingBackend>(
     histogram: &Histogram,
 ) -> Result<()> {
     area.fill(&WHITE).map_err(failed)?;
-    let lo = histogram.buckets.iter().map(|b| b.0).min().unwrap_or(0);
     let hi = histogram.buckets.iter().map(|b| b.1).max().unwrap_or(1);
     let top = histogram.buckets.iter().map(|b| b.2).fold(1.0, f64::max);
     let mut chart = ChartBuilder::on(area)
@@ -115,12 +121,14 @@ fn histogram_on<DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(lo as f64..hi as f64, (0.5..top * 2.0).log_scale())
+        .build_cartesian_2d(0.0..hi as f64, (0.5..top * 2.0).log_scale())
         .map_err(failed)?;
     chart
         .configure_mesh()
         .x_desc(format!("latency ({})", histogram.unit))
         .y_desc("samples (log scale)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style(("sans-serif", 14))
         .draw()
         .map_err(failed)?;
@@ -137,11 +145,13 @@ fn histogram_on<DB: DrawingBackend>(
 
 fn bars_on<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, bars: &Bars) -> Result<()> {
     area.fill(&WHITE).map_err(failed)?;
-    let low = bars.items.iter().map(|i| i.1).fold(0.0, f64::min);
-    let high = bars.items.iter().map(|i| i.1).fold(0.0, f64::max);
-    let pad = ((high - low) * 0.08).max(1.0);
+    let low = bars.items.iter().map(|b| b.value).fold(0.0, f64::min);
+    let high = bars.items.iter().map(|b| b.value).fold(0.0, f64::max);
+    let pad = ((high - low) * 0.15).max(1.0);
     let count = bars.items.len();
-    let names: Vec<String> = bars.items.iter().map(|i| i.0.clone()).collect();
+    // Segment 0 is the bottom of the chart: the first bar goes to the top.
+    let slot = move |index: usize| count - 1 - index;
+    let names: Vec<String> = bars.items.iter().rev().map(|b| b.name.clone()).collect();
     let label = move |value: &SegmentValue<usize>| match value {
         SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
             names.get(*i).cloned().unwrap_or_default()
@@ -160,21 +170,36 @@ fn bars_on<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, bars: &Bars) -> Re
         .x_desc(bars.axis.as_str())
         .y_labels(count)
         .y_label_formatter(&label)
+        .x_label_formatter(&|v| format!("{v:.0}"))
         .label_style(("sans-serif", 13))
         .draw()
         .map_err(failed)?;
     chart
-        .draw_series(bars.items.iter().enumerate().map(|(i, &(_, value))| {
-            let colour = if value >= 0.0 { RED } else { GREEN };
-            let mut bar = Rectangle::new(
+        .draw_series(bars.items.iter().enumerate().map(|(i, bar)| {
+            let colour = if bar.value >= 0.0 { RED } else { GREEN };
+            let mut rect = Rectangle::new(
                 [
-                    (0.0, SegmentValue::Exact(i)),
-                    (value, SegmentValue::Exact(i + 1)),
+                    (0.0, SegmentValue::Exact(slot(i))),
+                    (bar.value, SegmentValue::Exact(slot(i) + 1)),
                 ],
                 colour.mix(0.7).filled(),
             );
-            bar.set_margin(3, 3, 0, 0);
-            bar
+            rect.set_margin(3, 3, 0, 0);
+            rect
+        }))
+        .map_err(failed)?;
+    let text =
+        TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    chart
+        .draw_series(bars.items.iter().enumerate().map(|(i, bar)| {
+            Text::new(
+                bar.text.clone(),
+                (
+                    bar.value.max(0.0) + pad * 0.1,
+                    SegmentValue::CenterOf(slot(i)),
+                ),
+                text.clone(),
+            )
         }))
         .map_err(failed)?;
     area.present().map_err(failed)
@@ -234,7 +259,7 @@ fn overhead_bars(results: &Results) -> Vec<(String, Bars)> {
         .collect()
 }
 
-fn overhead_items(results: &Results, config: &str, headlines: &[Headline]) -> Vec<(String, f64)> {
+fn overhead_items(results: &Results, config: &str, headlines: &[Headline]) -> Vec<Bar> {
     let mut items = Vec::new();
     for headline in headlines {
         for virt in results.records.iter().filter(|r| {
@@ -244,7 +269,11 @@ fn overhead_items(results: &Results, config: &str, headlines: &[Headline]) -> Ve
                 .value("native", &virt.experiment, &virt.metric)
                 .and_then(|native| overhead(headline.sense, native.value, virt.value));
             if let Some(value) = value {
-                items.push((format!("{} {}", virt.experiment, virt.metric), value));
+                items.push(Bar {
+                    name: format!("{} {}", virt.experiment, virt.metric),
+                    value,
+                    text: format!("{value:+.2} %"),
+                });
             }
         }
     }
@@ -257,7 +286,7 @@ fn ratio_bars(results: &Results) -> Vec<(String, Bars)> {
         .iter()
         .filter(|c| **c != "native")
         .filter_map(|config| {
-            let items: Vec<(String, f64)> = results
+            let items: Vec<Bar> = results
                 .records
                 .iter()
                 .filter(|r| {
@@ -268,12 +297,14 @@ fn ratio_bars(results: &Results) -> Vec<(String, Bars)> {
                 .filter_map(|vm| {
                     let native = results.value("native", &vm.experiment, "score")?;
                     let ratio = performance_ratio(native.value, vm.value)?;
-                    Some((
-                        vm.experiment
+                    Some(Bar {
+                        name: vm
+                            .experiment
                             .trim_start_matches("thread-metric/")
                             .to_owned(),
-                        ratio,
-                    ))
+                        value: ratio,
+                        text: format!("{ratio:.1} %"),
+                    })
                 })
                 .collect();
             (!items.is_empty()).then(|| {
