@@ -71,6 +71,9 @@ enum Task {
         /// Run CMD as the Linux guest's job instead of its shell, then power off.
         #[arg(long, value_name = "CMD")]
         linux_cmd: Option<String>,
+        /// Boot arguments for the native FreeRTOS guest (QEMU -append, /chosen/bootargs).
+        #[arg(long, value_name = "ARGS", requires = "native")]
+        append: Option<String>,
     },
     /// Build, then start QEMU halted with a gdb server on port 1234.
     Debug {
@@ -167,8 +170,9 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             cpu,
             icount,
             timeout,
+            append,
             ..
-        } => return run_native_freertos(cpu.cpu, icount, timeout),
+        } => return run_native_freertos(cpu.cpu, icount, timeout, append.as_deref()),
         Task::Run {
             config,
             cpu,
@@ -266,7 +270,12 @@ fn linux_kernel_version(guest: &linux::LinuxGuest) -> String {
 }
 
 /// Boots the FreeRTOS guest image directly on QEMU: it drops from EL2 to EL1 itself.
-fn run_native_freertos(cpu: Cpu, icount: bool, timeout: Option<u64>) -> Result<ExitCode> {
+fn run_native_freertos(
+    cpu: Cpu,
+    icount: bool,
+    timeout: Option<u64>,
+    append: Option<&str>,
+) -> Result<ExitCode> {
     build::binaries()?;
     let image = paths::guest_image("freertos");
     let machine = Machine {
@@ -276,7 +285,11 @@ fn run_native_freertos(cpu: Cpu, icount: bool, timeout: Option<u64>) -> Result<E
         icount,
         gdb: false,
     };
-    run_qemu(machine.command(), timeout)
+    let mut cmd = machine.command();
+    if let Some(bootargs) = append {
+        cmd.args(["-append", bootargs]);
+    }
+    run_qemu(cmd, timeout)
 }
 
 /// Runs QEMU on this terminal and returns its exit status as ours.

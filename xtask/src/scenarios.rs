@@ -1,5 +1,6 @@
-//! The QEMU scenarios of `cargo xtask test`, as data: which configuration boots on which CPU,
-//! the exit status QEMU must end with and what the console must (not) show.
+//! The QEMU scenarios of `cargo xtask test`, as data: what boots (a Partita configuration, or
+//! Linux directly on QEMU for comparison) on which CPU, the Linux job it runs, the exit status
+//! QEMU must end with and what the console must (not) show.
 //!
 //! Console expectations are line patterns where `*` stands for any text. Adding a scenario
 //! is adding a row to `SCENARIOS`; running them is `suite`'s job.
@@ -14,10 +15,19 @@ pub enum Expect {
     Count(&'static str, usize),
 }
 
+/// What a scenario boots.
+pub enum Boot {
+    /// Partita with this configuration file, relative to the workspace root.
+    Partita(&'static str),
+    /// Debian's kernel and the project's initramfs directly on QEMU (no hypervisor).
+    NativeLinux,
+}
+
 pub struct Scenario {
     pub name: &'static str,
-    /// Configuration file, relative to the workspace root.
-    pub config: &'static str,
+    pub boot: Boot,
+    /// The command every Linux VM (or native Linux) runs instead of its shell.
+    pub job: Option<&'static str>,
     pub cpu: Cpu,
     pub exit_status: i32,
     pub timeout_secs: u64,
@@ -40,11 +50,34 @@ const CLEAN_PROBE: &[Expect] = &[
 
 const LINUX_JOB_START: &str = "[linux] partita: job start";
 const LINUX_FAULT: &str = "[partita] vm linux: fault: *";
+const LINUX_CONFIG: &str = "configs/tests/linux.toml";
 
-pub const SCENARIOS: [Scenario; 8] = [
+/// Counts the arch timer's interrupts a second apart: the timer keeps ticking in the guest.
+const TIMER_JOB: &str = "a=$(awk '/arch_timer/{print $2}' /proc/interrupts); sleep 1; \
+    b=$(awk '/arch_timer/{print $2}' /proc/interrupts); echo \"timer interrupts $a then $b\"; \
+    [ \"$b\" -gt \"$a\" ]";
+
+/// The workloads Linux must complete under Partita and natively (issue 3).
+const WORKLOAD_JOB: &str = "set -e; cat /proc/version; \
+    cyclictest -m -q -p 80 -i 1000 -l 1000; hackbench -g 2 -l 50; \
+    sysbench cpu --time=0 --events=200 run";
+
+/// What the workload job prints, with or without the `[linux] ` tag of Partita's console.
+const WORKLOAD_DONE: &[Expect] = &[
+    Expect::Line("*Linux version 6.1.0-* (debian-kernel@lists.debian.org) *"),
+    Expect::Line("*T: 0 (*) P:80 I:1000 C:   1000 Min:*Avg:*Max:*"),
+    Expect::Line("*Time: *"),
+    Expect::Line("*total number of events:*200"),
+    Expect::Line("*partita: job exit 0"),
+    Expect::NoLine(PANIC),
+    Expect::NoLine(LINUX_FAULT),
+];
+
+pub const SCENARIOS: [Scenario; 10] = [
     Scenario {
         name: "probe-cortex-a72",
-        config: "configs/probe.toml",
+        boot: Boot::Partita("configs/probe.toml"),
+        job: None,
         cpu: Cpu::CortexA72,
         exit_status: 0,
         timeout_secs: 60,
@@ -52,7 +85,8 @@ pub const SCENARIOS: [Scenario; 8] = [
     },
     Scenario {
         name: "probe-max",
-        config: "configs/probe.toml",
+        boot: Boot::Partita("configs/probe.toml"),
+        job: None,
         cpu: Cpu::Max,
         exit_status: 0,
         timeout_secs: 60,
@@ -60,7 +94,8 @@ pub const SCENARIOS: [Scenario; 8] = [
     },
     Scenario {
         name: "probe-crash",
-        config: "configs/tests/probe-crash.toml",
+        boot: Boot::Partita("configs/tests/probe-crash.toml"),
+        job: None,
         cpu: Cpu::CortexA72,
         exit_status: 1,
         timeout_secs: 60,
@@ -72,7 +107,8 @@ pub const SCENARIOS: [Scenario; 8] = [
     },
     Scenario {
         name: "probe-reset",
-        config: "configs/tests/probe-reset.toml",
+        boot: Boot::Partita("configs/tests/probe-reset.toml"),
+        job: None,
         cpu: Cpu::CortexA72,
         exit_status: 0,
         timeout_secs: 60,
@@ -86,7 +122,8 @@ pub const SCENARIOS: [Scenario; 8] = [
     },
     Scenario {
         name: "linux-timer",
-        config: "configs/tests/linux-timer.toml",
+        boot: Boot::Partita(LINUX_CONFIG),
+        job: Some(TIMER_JOB),
         cpu: Cpu::CortexA72,
         exit_status: 0,
         timeout_secs: 180,
@@ -101,7 +138,8 @@ pub const SCENARIOS: [Scenario; 8] = [
     },
     Scenario {
         name: "linux-timer-max",
-        config: "configs/tests/linux-timer.toml",
+        boot: Boot::Partita(LINUX_CONFIG),
+        job: Some(TIMER_JOB),
         cpu: Cpu::Max,
         exit_status: 0,
         timeout_secs: 180,
@@ -114,7 +152,8 @@ pub const SCENARIOS: [Scenario; 8] = [
     },
     Scenario {
         name: "linux-beside-probe",
-        config: "configs/tests/linux-beside-probe.toml",
+        boot: Boot::Partita("configs/tests/linux-beside-probe.toml"),
+        job: Some(TIMER_JOB),
         cpu: Cpu::CortexA72,
         exit_status: 0,
         timeout_secs: 180,
@@ -130,7 +169,8 @@ pub const SCENARIOS: [Scenario; 8] = [
     },
     Scenario {
         name: "linux-panic",
-        config: "configs/tests/linux-panic.toml",
+        boot: Boot::Partita(LINUX_CONFIG),
+        job: Some("echo c > /proc/sysrq-trigger"),
         cpu: Cpu::CortexA72,
         exit_status: 1,
         timeout_secs: 180,
@@ -141,6 +181,24 @@ pub const SCENARIOS: [Scenario; 8] = [
             Expect::NoLine("[linux] partita: job exit *"),
             Expect::NoLine(PANIC),
         ],
+    },
+    Scenario {
+        name: "linux-workloads",
+        boot: Boot::Partita(LINUX_CONFIG),
+        job: Some(WORKLOAD_JOB),
+        cpu: Cpu::CortexA72,
+        exit_status: 0,
+        timeout_secs: 300,
+        expect: WORKLOAD_DONE,
+    },
+    Scenario {
+        name: "linux-workloads-native",
+        boot: Boot::NativeLinux,
+        job: Some(WORKLOAD_JOB),
+        cpu: Cpu::CortexA72,
+        exit_status: 0,
+        timeout_secs: 300,
+        expect: WORKLOAD_DONE,
     },
 ];
 
@@ -242,12 +300,14 @@ mod tests {
     #[test]
     fn every_scenario_config_exists() {
         for s in &SCENARIOS {
-            assert!(
-                crate::paths::root().join(s.config).is_file(),
-                "{}: {}",
-                s.name,
-                s.config
-            );
+            if let Boot::Partita(config) = s.boot {
+                assert!(
+                    crate::paths::root().join(config).is_file(),
+                    "scenario {} names a missing configuration {}",
+                    s.name,
+                    config
+                );
+            }
         }
     }
 }

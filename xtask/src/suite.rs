@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::build;
+use crate::linux;
 use crate::paths::{self, root, TARGET};
 use crate::process::{self, step, Ending};
 use crate::qemu::Machine;
-use crate::scenarios::{verdict, Scenario, SCENARIOS};
+use crate::scenarios::{verdict, Boot, Scenario, SCENARIOS};
 
 /// Lines of console output shown when a scenario fails.
 const TAIL_LINES: usize = 40;
@@ -129,17 +130,7 @@ pub fn run_all() -> bool {
 
 /// Boots one scenario and returns what went wrong (empty when it passed).
 fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
-    let image = paths::scenario_image(scenario.name);
-    let config = paths::shown(&root().join(scenario.config));
-    let system = build::boot_image(&config, &image, None)?;
-    let machine = Machine {
-        image: &image,
-        cpu: scenario.cpu,
-        cpus: system.config.board.cpus,
-        icount: false,
-        gdb: false,
-    };
-    let mut cmd = machine.command();
+    let mut cmd = scenario_command(scenario)?;
     let run = process::capture(&mut cmd, Duration::from_secs(scenario.timeout_secs))?;
     let mut problems = match run.ending {
         Ending::Exited(status) => verdict(scenario, status, &run.output),
@@ -159,4 +150,30 @@ fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
         );
     }
     Ok(problems)
+}
+
+/// The QEMU command of a scenario: Partita's boot image for its configuration, or Linux
+/// directly on the same machine.
+fn scenario_command(scenario: &Scenario) -> Result<Command> {
+    match scenario.boot {
+        Boot::Partita(config) => {
+            let image = paths::scenario_image(scenario.name);
+            let config = paths::shown(&root().join(config));
+            let system = build::boot_image(&config, &image, scenario.job)?;
+            let machine = Machine {
+                image: &image,
+                cpu: scenario.cpu,
+                cpus: system.config.board.cpus,
+                icount: false,
+                gdb: false,
+            };
+            Ok(machine.command())
+        }
+        Boot::NativeLinux => {
+            let guest = linux::prepare(&paths::cache_dir())?;
+            let bootargs = linux::bootargs(scenario.job, &[])?;
+            let options = linux::NativeOptions::default();
+            Ok(linux::native_command(&guest, &bootargs, &options))
+        }
+    }
 }

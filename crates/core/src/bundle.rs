@@ -149,6 +149,7 @@ mod tests {
             board: BoardConfig {
                 platform: Platform::QemuVirt,
                 cpus: 1,
+                slice_us: crate::sched::DEFAULT_SLICE_US,
             },
             vms: sizes
                 .iter()
@@ -173,6 +174,8 @@ mod tests {
                     bootargs: "console=ttyAMA0".into(),
                     devices: vec![],
                     on_reset: ResetAction::Restart,
+                    timer: crate::config::TimerMode::Virtual,
+                    irqs: vec![],
                 })
                 .collect(),
         }

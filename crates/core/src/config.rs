@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 use crate::board::{Board, Platform, Region};
 use crate::boot::KernelHeader;
 
+mod placement;
+
+pub use placement::{MAX_SLICE_US, MIN_SLICE_US};
+
 /// Largest guest-physical address + 1: Partita gives every VM a 40-bit IPA space.
 pub const IPA_LIMIT: u64 = 1 << 40;
 /// Granule of every memory region and device window.
@@ -35,6 +39,8 @@ pub struct BoardConfig {
     pub platform: Platform,
     /// Number of physical CPUs Partita brings up, CPU 0 included.
     pub cpus: u8,
+    /// The round-robin slice of VMs that share a CPU at one priority, in microseconds.
+    pub slice_us: u32,
 }
 
 /// What a VM is for; it decides defaults such as scheduling priority.
@@ -77,6 +83,37 @@ pub struct VmConfig {
     pub devices: Vec<DeviceConfig>,
     /// What a PSCI SYSTEM_RESET from the VM does.
     pub on_reset: ResetAction,
+    /// Which EL1 timer the VM keeps time with.
+    pub timer: TimerMode,
+    /// The VM's lines of the interrupt destination table: physical SPIs it owns, forwarded
+    /// to the same INTID in its virtual GIC.
+    pub irqs: Vec<u32>,
+}
+
+/// Which EL1 timer a VM keeps time with, and how Partita treats it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimerMode {
+    /// The virtual timer (CNTV), switched with the vCPU; while the vCPU is descheduled its
+    /// deadline is kept on Partita's EL2 timer.
+    Virtual,
+    /// The EL1 physical timer (CNTP) exclusively (Ker-ONE's timer pass-through): never
+    /// switched, its interrupt (PPI 30) forwarded straight to the VM. One VM per CPU, an RTOS.
+    Physical,
+}
+
+impl TimerMode {
+    pub const ALL: [TimerMode; 2] = [TimerMode::Virtual, TimerMode::Physical];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TimerMode::Virtual => "virtual",
+            TimerMode::Physical => "physical",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<TimerMode> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
 }
 
 /// What Partita does when a VM asks for SYSTEM_RESET.
@@ -261,7 +298,8 @@ pub fn validate(cfg: &SystemConfig) -> Result<(), ConfigError> {
     for (i, vm) in cfg.vms.iter().enumerate() {
         validate_vm(cfg, board, i, vm)?;
     }
-    validate_across_vms(cfg)
+    validate_across_vms(cfg)?;
+    placement::validate(cfg, board)
 }
 
 fn validate_vm(
@@ -549,20 +587,6 @@ fn validate_initrd(vm: &VmConfig, i: usize, image: Region) -> Result<(), ConfigE
 fn validate_across_vms(cfg: &SystemConfig) -> Result<(), ConfigError> {
     for (i, vm) in cfg.vms.iter().enumerate() {
         for (k, other) in cfg.vms.iter().enumerate().take(i) {
-            if let Some((j, cpu)) = vm
-                .cpus
-                .iter()
-                .enumerate()
-                .find(|(_, c)| other.cpus.contains(c))
-            {
-                return Err(ConfigError::new(
-                    format!("vm[{i}].cpus[{j}]"),
-                    format!(
-                        "CPU {cpu} already runs vm[{k}] (\"{}\"); sharing a CPU between VMs is not supported yet",
-                        other.name
-                    ),
-                ));
-            }
             if vm.name == other.name {
                 return Err(ConfigError::new(
                     format!("vm[{i}].name"),
@@ -689,6 +713,8 @@ mod tests {
                 DeviceConfig::TestDev { base: 0x0a00_0000 },
             ],
             on_reset: ResetAction::Restart,
+            timer: TimerMode::Virtual,
+            irqs: vec![],
         }
     }
 
@@ -697,6 +723,7 @@ mod tests {
             board: BoardConfig {
                 platform: Platform::QemuVirt,
                 cpus: 1,
+                slice_us: crate::sched::DEFAULT_SLICE_US,
             },
             vms,
         }
@@ -706,6 +733,14 @@ mod tests {
         plan_memory(&mut cfg)?;
         validate(&cfg)?;
         Ok(cfg)
+    }
+
+    pub(super) fn two_vms_on_cpu0() -> SystemConfig {
+        system(vec![vm("a", None), vm("b", None)])
+    }
+
+    pub(super) fn validated(cfg: SystemConfig) -> Result<SystemConfig, ConfigError> {
+        planned(cfg)
     }
 
     fn two_cpus(mut cfg: SystemConfig) -> SystemConfig {
@@ -782,10 +817,7 @@ mod tests {
             error_of(two_cpus(system(vec![vm("a", None), vm("a", None)]))),
             "vm[1].name: \"a\" is already the name of vm[0]"
         );
-        assert_eq!(
-            error_of(system(vec![vm("a", None), vm("b", None)])),
-            "vm[1].cpus[0]: CPU 0 already runs vm[0] (\"a\"); sharing a CPU between VMs is not supported yet"
-        );
+        assert!(planned(system(vec![vm("a", None), vm("b", None)])).is_ok());
     }
 
     #[test]

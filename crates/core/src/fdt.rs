@@ -288,6 +288,8 @@ mod tests {
                 DeviceConfig::TestDev { base: 0x0a00_0000 },
             ],
             on_reset: ResetAction::Restart,
+            timer: crate::config::TimerMode::Virtual,
+            irqs: vec![],
         }
     }
 

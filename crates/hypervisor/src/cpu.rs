@@ -1,20 +1,22 @@
 //! Physical CPUs: starting the secondaries the configuration uses and each CPU's run loop.
 //!
-//! Issue 2 runs one VM per physical CPU: a CPU builds the VMs assigned to it and runs them one
-//! after the other (validation refuses two VMs on one CPU). A CPU owns its VMs outright, so no
-//! VM state is shared between CPUs. A CPU with nothing (left) to run parks in WFI and only
+//! A CPU builds every VM placed on it before it starts any (building a large VM zeroes and
+//! cleans its memory, which would otherwise delay the first one), then hands them to its
+//! scheduler. A CPU owns its VMs outright, so no VM state is shared between CPUs. A CPU with nothing (left) to run parks in WFI and only
 //! serves the interrupts it still owns (CPU 0 keeps reading console input for the VMs on
 //! other CPUs); it must never touch another CPU's VM.
 
 use alloc::vec::Vec;
 
 use partita_core::board::Board;
+use partita_core::config::TimerMode;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::{gic, psci};
-use crate::irq;
 use crate::println;
+use crate::scheduler::{self, CpuScheduler};
 use crate::system::{self, System};
+use crate::vcpu::PhysicalTimer;
 use crate::vm::Vm;
 
 /// MPIDR affinity of CPU `cpu` on QEMU virt (Aff0 = index, one cluster for up to 8 CPUs).
@@ -32,12 +34,11 @@ pub fn start_secondaries(system: &System) {
     }
 }
 
-/// Runs the VMs assigned to `cpu`, then parks.
+/// Runs the VMs assigned to `cpu` until they have all stopped, then parks.
 pub fn run(cpu: usize) -> ! {
     let system = system::get();
-    let mine: Vec<usize> = system
-        .bundle
-        .config
+    let config = &system.bundle.config;
+    let mine: Vec<usize> = config
         .vms
         .iter()
         .enumerate()
@@ -47,13 +48,26 @@ pub fn run(cpu: usize) -> ! {
     if cpu != 0 {
         println!("CPU {cpu} up");
     }
-    let board = system.bundle.config.board.platform.board();
+    let board = config.board.platform.board();
     gic::init_cpu(board);
-    irq::enable_for_vms(board, cpu);
-    for index in mine {
-        let mut vm = Vm::build(system, index);
-        let how = vm.run();
-        system.vm_stopped(how);
+    scheduler::enable_for_vms(board, cpu);
+    let owner = mine
+        .iter()
+        .copied()
+        .find(|&i| config.vms[i].timer == TimerMode::Physical);
+    let vms: Vec<Vm> = mine
+        .iter()
+        .map(|&index| {
+            let physical_timer = match owner {
+                Some(o) if o == index => PhysicalTimer::Owned,
+                Some(_) => PhysicalTimer::Trapped,
+                None => PhysicalTimer::Switched { ctl: 0, cval: 0 },
+            };
+            Vm::build(system, index, physical_timer)
+        })
+        .collect();
+    if !vms.is_empty() {
+        CpuScheduler::new(system, cpu as u8, vms).run();
     }
     park(board, cpu)
 }
@@ -61,6 +75,6 @@ pub fn run(cpu: usize) -> ! {
 fn park(board: &Board, cpu: usize) -> ! {
     loop {
         aarch64_cpu::asm::wfi();
-        irq::handle_idle(board, cpu as u8);
+        scheduler::handle_idle(board, cpu as u8);
     }
 }

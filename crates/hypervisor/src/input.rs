@@ -1,6 +1,7 @@
 //! Console input routing: characters typed on the physical console go to the emulated UART
 //! of the VM that has focus; Ctrl-\ then a VM number (1..9, configuration order) moves the
-//! focus (`partita_core::devices::console_input`). VM 1 has focus at start.
+//! focus (`partita_core::devices::console_input`). At start the focus is on the first
+//! general-purpose VM (`kind = "gpos"`: the one with a shell), else on VM 1.
 //!
 //! The CPU that takes the physical UART interrupt queues the characters per VM under one
 //! lock and kicks the CPU running the focused VM with an SGI; that CPU moves them into the
@@ -12,7 +13,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use heapless::Deque;
-use partita_core::config::SystemConfig;
+use partita_core::config::{SystemConfig, VmKind};
 use partita_core::devices::console_input::{FocusKeys, Keystroke};
 use spin::{Mutex, Once};
 
@@ -37,10 +38,21 @@ static ROUTER: Once<Mutex<Router>> = Once::new();
 /// Sets the routing up for the configured VMs and enables the physical UART's receive
 /// interrupt (boot CPU, once).
 pub fn init(config: &SystemConfig) {
+    let focus = config
+        .vms
+        .iter()
+        .position(|vm| vm.kind == VmKind::Gpos)
+        .unwrap_or(0);
+    if config.vms.len() > 1 {
+        println!(
+            "console: input goes to vm {} (Ctrl-\\ then 1..9 switches)",
+            config.vms[focus].name
+        );
+    }
     ROUTER.call_once(|| {
         Mutex::new(Router {
             keys: FocusKeys::default(),
-            focus: 0,
+            focus,
             names: config.vms.iter().map(|vm| vm.name.clone()).collect(),
             cpus: config
                 .vms

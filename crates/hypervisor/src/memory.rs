@@ -38,11 +38,42 @@ impl GuestMemory {
         self.guest.contains(&Region::new(ipa, len))
     }
 
-    /// Zeroes the whole region.
+    /// Zeroes the whole region, a cache block per instruction (`DC ZVA`) when the CPU allows
+    /// it. A store loop costs about 3 instructions per 8 bytes, which for a 1 GiB Linux VM is
+    /// 0.4 s of virtual time under icount before the guest runs; `DC ZVA` costs a tenth of it.
     pub fn clear(&mut self) {
-        // SAFETY: [phys, phys + size) is this VM's RAM (see the module comment), identity
-        // mapped as Normal memory, and no guest runs on it while it is being rebuilt.
-        unsafe { core::ptr::write_bytes(self.phys as *mut u8, 0, self.guest.size as usize) };
+        let dczid = read_sysreg!("dczid_el0");
+        let block = 4u64 << (dczid & 0xf);
+        let prohibited = dczid & (1 << 4) != 0;
+        let (start, size) = (self.phys, self.guest.size);
+        if prohibited || start % (4 * block) != 0 || size % (4 * block) != 0 {
+            // SAFETY: [phys, phys + size) is this VM's RAM (see the module comment), identity
+            // mapped as Normal memory, and no guest runs on it while it is being rebuilt.
+            unsafe { core::ptr::write_bytes(start as *mut u8, 0, size as usize) };
+            return;
+        }
+        // SAFETY: as above; DC ZVA zeroes exactly one aligned block of that Normal memory per
+        // instruction, and the loop stays within [start, start + size) because both are
+        // multiples of four blocks.
+        unsafe {
+            asm!(
+                "2:",
+                "dc zva, {addr}",
+                "add {addr}, {addr}, {block}",
+                "dc zva, {addr}",
+                "add {addr}, {addr}, {block}",
+                "dc zva, {addr}",
+                "add {addr}, {addr}, {block}",
+                "dc zva, {addr}",
+                "add {addr}, {addr}, {block}",
+                "cmp {addr}, {end}",
+                "b.lo 2b",
+                addr = inout(reg) start => _,
+                block = in(reg) block,
+                end = in(reg) start + size,
+                options(nostack),
+            )
+        };
     }
 
     /// Copies `bytes` to guest-physical `ipa`; false when they do not fit in this region.

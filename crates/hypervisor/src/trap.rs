@@ -13,7 +13,6 @@ use partita_core::trap::{
 use crate::arch::aarch64::vectors::Exit;
 use crate::hypercall;
 use crate::inject::{self, Injected};
-use crate::irq;
 use crate::system::Stop;
 use crate::vm::Vm;
 
@@ -21,6 +20,10 @@ use crate::vm::Vm;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Resume,
+    /// A physical interrupt made the vCPU exit: the CPU's scheduler handles it.
+    Interrupt,
+    /// WFI (already stepped over): the vCPU waits until an interrupt is pending for it.
+    Wait,
     /// PSCI SYSTEM_RESET: rebuild and restart the VM.
     Reset,
     Stop(Stop),
@@ -30,10 +33,7 @@ pub enum Outcome {
 pub fn handle(vm: &mut Vm, exit: Exit) -> Outcome {
     match exit {
         Exit::Synchronous => synchronous(vm),
-        Exit::Irq => {
-            irq::handle_pending(vm);
-            Outcome::Resume
-        }
+        Exit::Irq => Outcome::Interrupt,
         // Partita uses Group 1 only: no FIQ is ever enabled.
         Exit::Fiq => Outcome::Resume,
         Exit::SError => vm.fault(format_args!("SError")),
@@ -48,8 +48,8 @@ fn synchronous(vm: &mut Vm) -> Outcome {
         // WFE waits for an event only another vCPU of the VM could send: none exists.
         TrapCause::WaitForInterrupt { wfe: true } => skip(vm, len),
         TrapCause::WaitForInterrupt { wfe: false } => {
-            irq::wait_for_interrupt(vm);
-            skip(vm, len)
+            skip(vm, len);
+            Outcome::Wait
         }
         TrapCause::Hvc { imm } => hypercall::handle(vm, imm),
         TrapCause::Smc { imm } => {

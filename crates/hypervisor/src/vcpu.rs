@@ -23,11 +23,31 @@ const HCR_NO_GUEST: u64 = 1 << 31;
 /// HCR_EL2.APK and API: the guest's pointer-authentication keys and instructions do not trap.
 const HCR_PAUTH: u64 = (1 << 40) | (1 << 41);
 
-/// CNTHCTL_EL2 (E2H = 0): EL1PCTEN and EL1PCEN, guests may use the physical counter and
-/// the EL1 physical timer without traps. Guests keep their time with the virtual timer
-/// (CNTV, offset by CNTVOFF_EL2, its PPI forwarded); the physical timer's registers are
-/// switched with the vCPU, but its interrupt (PPI 30) is not delivered.
-const CNTHCTL_EL1_PHYSICAL: u64 = 0b11;
+/// CNTHCTL_EL2 (E2H = 0) bits: EL1PCTEN (the physical counter) and EL1PCEN (the EL1
+/// physical timer) without traps.
+const CNTHCTL_EL1PCTEN: u64 = 1;
+const CNTHCTL_EL1PCEN: u64 = 1 << 1;
+
+/// What a vCPU may do with the EL1 physical timer (CNTP) of its physical CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhysicalTimer {
+    /// Its registers move with the vCPU; its interrupt (PPI 30) is not delivered: guests keep
+    /// time with the virtual timer.
+    Switched { ctl: u64, cval: u64 },
+    /// The VM owns it (timer pass-through): it is never switched and PPI 30 is forwarded.
+    Owned,
+    /// Another VM of this CPU owns it: every access traps (and is undefined).
+    Trapped,
+}
+
+impl PhysicalTimer {
+    fn cnthctl(self) -> u64 {
+        match self {
+            PhysicalTimer::Trapped => CNTHCTL_EL1PCTEN,
+            _ => CNTHCTL_EL1PCTEN | CNTHCTL_EL1PCEN,
+        }
+    }
+}
 
 /// The MPIDR every (uniprocessor) guest sees: affinity 0, bit 31 RES1.
 pub const GUEST_MPIDR: u64 = 1 << 31;
@@ -36,11 +56,12 @@ pub struct Vcpu {
     pub regs: GuestRegs,
     pub el1: El1Context,
     cpu_interface: VirtualCpuInterface,
+    physical_timer: PhysicalTimer,
 }
 
 impl Vcpu {
     /// A vCPU about to run from `entry` at EL1h, MMU off, x0 = `dtb`, x1..x3 = 0.
-    pub fn new(entry: u64, dtb: u64) -> Self {
+    pub fn new(entry: u64, dtb: u64, physical_timer: PhysicalTimer) -> Self {
         let mut regs = GuestRegs::default();
         regs.elr = entry;
         regs.spsr = SPSR_EL1H_MASKED;
@@ -49,6 +70,7 @@ impl Vcpu {
             regs,
             el1: El1Context::reset(),
             cpu_interface: VirtualCpuInterface::default(),
+            physical_timer,
         }
     }
 
@@ -58,8 +80,12 @@ impl Vcpu {
         write_sysreg!("hcr_el2", hcr());
         write_sysreg!("vmpidr_el2", GUEST_MPIDR);
         write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
-        write_sysreg!("cnthctl_el2", CNTHCTL_EL1_PHYSICAL);
+        write_sysreg!("cnthctl_el2", self.physical_timer.cnthctl());
         write_sysreg!("cntvoff_el2", counter_offset);
+        if let PhysicalTimer::Switched { ctl, cval } = self.physical_timer {
+            write_sysreg!("cntp_cval_el0", cval);
+            write_sysreg!("cntp_ctl_el0", ctl);
+        }
         self.cpu_interface.restore();
         self.el1.restore();
     }
@@ -68,6 +94,10 @@ impl Vcpu {
     /// its virtual timer so it cannot fire for a vCPU that is not there.
     pub fn unload(&mut self) {
         self.el1.save();
+        if let PhysicalTimer::Switched { ctl, cval } = &mut self.physical_timer {
+            *ctl = read_sysreg!("cntp_ctl_el0");
+            *cval = read_sysreg!("cntp_cval_el0");
+        }
         self.cpu_interface.save();
         write_sysreg!("cntv_ctl_el0", 0);
         write_sysreg!("hcr_el2", HCR_NO_GUEST);

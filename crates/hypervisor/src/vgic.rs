@@ -35,16 +35,18 @@ pub struct VirtualGic {
 }
 
 impl VirtualGic {
-    /// A reset GIC with `board`'s distributor and first redistributor windows, and its
-    /// virtual timer backed by the physical one.
-    pub fn new(board: &Board) -> Self {
+    /// A reset GIC with `board`'s distributor and first redistributor windows; its virtual
+    /// timer and the `forwarded` physical interrupts (passed-through timer PPI, destination
+    /// table SPIs) are backed by the physical ones of the same INTID.
+    pub fn new(board: &Board, forwarded: &[u32]) -> Self {
         let mut model = match Vgic::new(1, board.spis) {
             Ok(model) => model,
             Err(e) => panic!("virtual GIC: {e:?}"),
         };
-        let timer = board.timer_virt_irq;
-        if let Err(e) = model.set_hw(VCPU, timer, Some(timer)) {
-            panic!("virtual timer interrupt: {e:?}");
+        for &intid in core::iter::once(&board.timer_virt_irq).chain(forwarded) {
+            if let Err(e) = model.set_hw(VCPU, intid, Some(intid)) {
+                panic!("forwarded interrupt {intid}: {e:?}");
+            }
         }
         VirtualGic {
             model,

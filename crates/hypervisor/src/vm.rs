@@ -1,6 +1,7 @@
 //! A virtual machine: its memory regions, stage-2 map, emulated devices, console and single
-//! vCPU, and its lifecycle: build from the configuration and bundled image, run, stop (clean
-//! or fault) and restart after SYSTEM_RESET with clean memory and fresh devices.
+//! vCPU, and its lifecycle: build from the configuration and bundled image, switch its vCPU
+//! on and off the CPU, stop (clean or fault) and restart after SYSTEM_RESET with clean memory
+//! and fresh devices. When it runs is the CPU scheduler's decision, not the VM's.
 //!
 //! A `Vm` is owned by the physical CPU that runs it. It must never touch memory outside its
 //! own regions; everything it maps comes from the validated configuration.
@@ -10,12 +11,14 @@ use alloc::vec::Vec;
 
 use partita_core::board::Board;
 use partita_core::bundle::VmImages;
-use partita_core::config::{ResetAction, VmConfig, DTB_SIZE};
+use partita_core::config::{ResetAction, TimerMode, VmConfig, DTB_SIZE};
 use partita_core::fdt::guest_fdt;
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::stage2::Stage2Map;
 use crate::arch::aarch64::sysreg::read_sysreg;
+use crate::arch::aarch64::timer;
+use crate::arch::aarch64::vectors::Exit;
 use crate::console::VmConsole;
 use crate::devices::Devices;
 use crate::input;
@@ -24,20 +27,13 @@ use crate::println;
 use crate::seed;
 use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
-use crate::vcpu::Vcpu;
+use crate::vcpu::{PhysicalTimer, Vcpu};
 use crate::vgic::VirtualGic;
-
-/// Why the vCPU stopped running: the events that end `run_until_event`.
-enum Ending {
-    Reset,
-    Stop(Stop),
-}
 
 pub struct Vm {
     name: String,
-    /// Index in the configuration, and the physical CPU that runs the VM.
+    /// Index in the configuration.
     index: usize,
-    cpu: u8,
     config: &'static VmConfig,
     board: &'static Board,
     images: VmImages<'static>,
@@ -50,12 +46,22 @@ pub struct Vm {
     /// CNTVOFF_EL2: the physical count when the VM was first built, so its virtual counter
     /// starts near 0 and keeps counting across restarts.
     counter_offset: u64,
+    /// What the vCPU may do with the EL1 physical timer, from the configuration.
+    physical_timer: PhysicalTimer,
+    /// Physical interrupts the VM owns besides its virtual timer (a passed-through timer's
+    /// PPI, its destination-table SPIs), forwarded with the list register's HW bit.
+    forwarded: Vec<u32>,
+    /// The physical virtual-timer PPI was active (forwarded, not yet deactivated by the
+    /// guest) when the vCPU left the CPU; it is made active again when it comes back.
+    timer_ppi_active: bool,
     pub vcpu: Vcpu,
 }
 
 impl Vm {
-    /// Builds VM `index` of the bundled configuration and loads it for its first boot.
-    pub fn build(system: &'static System, index: usize) -> Vm {
+    /// Builds VM `index` of the bundled configuration, loads it for its first boot and
+    /// enables the physical interrupts it owns on this CPU. `physical_timer` says what it
+    /// may do with this CPU's EL1 physical timer.
+    pub fn build(system: &'static System, index: usize, physical_timer: PhysicalTimer) -> Vm {
         let config = &system.bundle.config.vms[index];
         let Some(images) = system.bundle.images(index) else {
             panic!("the bundle has no image for vm {}", config.name);
@@ -76,27 +82,37 @@ impl Vm {
             }
         }
         let board = system.bundle.config.board.platform.board();
+        let mut forwarded = config.irqs.clone();
+        if config.timer == TimerMode::Physical {
+            forwarded.push(board.timer_phys_irq);
+        }
         let mut vm = Vm {
             name: config.name.clone(),
             index,
-            cpu: config.cpus.first().copied().unwrap_or(0),
             config,
             board,
             images,
             memory,
             stage2,
             devices: Devices::new(&config.devices, 1),
-            vgic: VirtualGic::new(board),
+            vgic: VirtualGic::new(board, &forwarded),
             console: VmConsole::new(&config.name),
             boots: 1,
             counter_offset: read_sysreg!("cntpct_el0"),
-            vcpu: Vcpu::new(0, 0),
+            physical_timer,
+            forwarded,
+            timer_ppi_active: false,
+            vcpu: Vcpu::new(0, 0, physical_timer),
         };
         vm.load();
+        for &intid in &vm.forwarded {
+            gic::enable(board, intid);
+        }
         vm
     }
 
-    /// Clears memory, copies the image and device tree in, and resets devices and the vCPU.
+    /// Clears memory, copies the image and device tree in, and resets devices, the vCPU
+    /// and the state of the physical interrupts the VM owns.
     fn load(&mut self) {
         let load = self.config.load_address().unwrap_or(0);
         let seed = seed::for_vm(self.index, self.boots);
@@ -124,19 +140,37 @@ impl Vm {
             m.clean_to_poc();
         }
         self.devices = Devices::new(&self.config.devices, self.boots);
-        self.vgic = VirtualGic::new(self.board);
-        // A forwarded timer interrupt the previous boot never deactivated would stay active.
-        gic::clear_active_ppi(self.board, self.board.timer_virt_irq);
-        self.vcpu = Vcpu::new(load, dtb);
+        self.vgic = VirtualGic::new(self.board, &self.forwarded);
+        self.release_interrupts();
+        self.timer_ppi_active = false;
+        self.stage2.forget_translations();
+        self.vcpu = Vcpu::new(load, dtb, self.physical_timer);
     }
 
-    pub fn board(&self) -> &'static Board {
-        self.board
+    /// Ends what the previous boot left behind on the physical interrupts the VM owns: an
+    /// interrupt it never deactivated, a passed-through timer still counting down.
+    fn release_interrupts(&self) {
+        for &intid in &self.forwarded {
+            gic::clear_active(self.board, intid);
+        }
+        if self.physical_timer == PhysicalTimer::Owned {
+            timer::stop_physical();
+        }
     }
 
-    /// The physical CPU that runs this VM.
-    pub fn cpu(&self) -> u8 {
-        self.cpu
+    /// The VM's index in the configuration.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Its scheduling priority (higher runs first).
+    pub fn priority(&self) -> u8 {
+        self.config.priority
+    }
+
+    /// The physical interrupts forwarded to it besides its virtual timer.
+    pub fn forwarded(&self) -> &[u32] {
+        &self.forwarded
     }
 
     /// Moves console input into the VM's UART and drives the devices' interrupt lines.
@@ -161,54 +195,84 @@ impl Vm {
         self.memory.iter().any(|m| m.contains(ipa, len))
     }
 
-    /// Runs the VM on this CPU until it stops for good.
-    pub fn run(&mut self) -> Stop {
+    pub fn announce_start(&self) {
         println!("vm {}: starting (boot {})", self.name, self.boots);
-        loop {
-            self.stage2.activate();
-            self.vcpu.load(self.counter_offset);
-            let ending = self.run_until_event();
-            self.vgic.unload();
-            self.vcpu.unload();
-            self.console.flush_partial();
-            match ending {
-                Ending::Reset if self.config.on_reset == ResetAction::Fault => {
-                    println!(
-                        "vm {}: reset requested; stopped (on_reset = \"fault\")",
-                        self.name
-                    );
-                    return Stop::Fault;
-                }
-                Ending::Reset => self.restart(),
-                Ending::Stop(Stop::Clean) => {
-                    println!("vm {}: powered off", self.name);
-                    return Stop::Clean;
-                }
-                Ending::Stop(Stop::Fault) => return Stop::Fault,
-            }
+    }
+
+    /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
+    /// that expired while it was away is injected at once, its physical PPI made active as
+    /// if it had been forwarded, so the guest takes it on entry without another exit.
+    pub fn switch_in(&mut self) {
+        self.stage2.activate();
+        self.vcpu.load(self.counter_offset);
+        let ppi = self.board.timer_virt_irq;
+        if self.timer_ppi_active {
+            gic::set_active_ppi(self.board, ppi);
+        } else if timer::virtual_firing() {
+            self.vgic.inject(ppi);
+            gic::set_active_ppi(self.board, ppi);
         }
     }
 
-    fn run_until_event(&mut self) -> Ending {
-        loop {
-            self.update_interrupt_lines();
-            self.vgic.before_entry();
-            let exit = self.vcpu.run();
-            let outcome = trap::handle(self, exit);
-            self.devices.drain_uarts(&mut self.console);
-            match outcome {
-                Outcome::Resume => {}
-                Outcome::Reset => return Ending::Reset,
-                Outcome::Stop(how) => return Ending::Stop(how),
-            }
+    /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
+    /// physical virtual-timer PPI to the next vCPU (its active state is kept here).
+    pub fn switch_out(&mut self) {
+        self.vgic.unload();
+        self.vcpu.unload();
+        let ppi = self.board.timer_virt_irq;
+        self.timer_ppi_active = gic::ppi_active(self.board, ppi);
+        if self.timer_ppi_active {
+            gic::clear_active(self.board, ppi);
         }
     }
 
-    /// SYSTEM_RESET: the same VM from scratch, with the boot count one higher.
-    fn restart(&mut self) {
+    /// Enters the loaded vCPU until its next exit.
+    pub fn enter(&mut self) -> Exit {
+        self.update_interrupt_lines();
+        self.vgic.before_entry();
+        self.vcpu.run()
+    }
+
+    /// Handles one exit of the loaded vCPU.
+    pub fn handle(&mut self, exit: Exit) -> Outcome {
+        let outcome = trap::handle(self, exit);
+        self.devices.drain_uarts(&mut self.console);
+        outcome
+    }
+
+    /// The loaded vCPU's virtual-timer deadline in physical ticks, if its timer is armed.
+    pub fn timer_deadline(&self) -> Option<u64> {
+        timer::virtual_deadline(self.counter_offset)
+    }
+
+    /// PSCI SYSTEM_RESET of the switched-out VM: rebuilt and restarted with the boot count
+    /// one higher, or stopped as faulted (`on_reset = "fault"`).
+    pub fn reset(&mut self) -> Option<Stop> {
+        self.console.flush_partial();
+        if self.config.on_reset == ResetAction::Fault {
+            println!(
+                "vm {}: reset requested; stopped (on_reset = \"fault\")",
+                self.name
+            );
+            return Some(Stop::Fault);
+        }
         self.boots += 1;
         println!("vm {}: reset (boot {})", self.name, self.boots);
         self.load();
+        None
+    }
+
+    /// The switched-out VM stops for good: its last output is printed and the physical
+    /// interrupts it owned are disabled.
+    pub fn stop(&mut self, how: Stop) {
+        self.console.flush_partial();
+        if how == Stop::Clean {
+            println!("vm {}: powered off", self.name);
+        }
+        for &intid in &self.forwarded {
+            gic::disable(self.board, intid);
+        }
+        self.release_interrupts();
     }
 
     /// Stops the VM because of a guest fault Partita cannot reflect back into it.

@@ -12,11 +12,13 @@
 
 #include <stdint.h>
 
-/* Scheduler. */
+/* Scheduler. No time slicing: equal-priority tasks switch only when they yield or block
+ * (Thread-Metric's cooperative test counts on it). 32 priorities, so that Thread-Metric's
+ * priorities 1..31 map to configMAX_PRIORITIES - 1 - p. */
 #define configUSE_PREEMPTION                    1
-#define configUSE_TIME_SLICING                  1
+#define configUSE_TIME_SLICING                  0
 #define configUSE_PORT_OPTIMISED_TASK_SELECTION 1
-#define configMAX_PRIORITIES                    8
+#define configMAX_PRIORITIES                    32
 #define configTICK_RATE_HZ                      1000
 #define configTICK_TYPE_WIDTH_IN_BITS           TICK_TYPE_WIDTH_64_BITS
 #define configMINIMAL_STACK_SIZE                1024
@@ -70,7 +72,7 @@ void vAssertCalled( const char * pcFile, unsigned long ulLine );
 #define INCLUDE_vTaskSuspend                    1
 #define INCLUDE_vTaskPrioritySet                0
 #define INCLUDE_uxTaskPriorityGet               0
-#define INCLUDE_vTaskDelete                     0
+#define INCLUDE_vTaskDelete                     1
 #define INCLUDE_xTaskGetSchedulerState          1
 
 #endif /* FREERTOS_CONFIG_H */

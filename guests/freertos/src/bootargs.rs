@@ -3,13 +3,16 @@
 //! words are ignored; a malformed value is ignored like a missing one.
 //!
 //! `rt.samples=<n>`: the real-time task powers off after `n` samples (default: never).
+//! `bench=...` and `bench.*=...`: the benchmarks run instead of the demo (`bench::args`).
 
+use crate::bench::Selection;
 use fdt::Fdt;
 
 /// Options the guest understands.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BootArgs {
     pub rt_samples: Option<u64>,
+    pub bench: Option<Selection>,
 }
 
 impl BootArgs {
@@ -23,7 +26,10 @@ impl BootArgs {
     }
 
     fn parse(line: &str) -> Self {
-        let mut args = Self::default();
+        let mut args = Self {
+            bench: Selection::parse(line),
+            ..Self::default()
+        };
         for word in line.split_ascii_whitespace() {
             if let Some(value) = word.strip_prefix("rt.samples=") {
                 args.rt_samples = value.parse().ok().filter(|&n| n > 0);

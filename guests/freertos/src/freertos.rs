@@ -9,6 +9,12 @@
 use core::ffi::{c_char, c_void, CStr};
 use core::ptr;
 
+mod control;
+mod objects;
+
+pub use control::*;
+pub use objects::*;
+
 type BaseType = i64;
 type UBaseType = u64;
 type Tick = u64;
@@ -28,7 +34,7 @@ const SCHEDULER_NOT_STARTED: BaseType = 1;
 /// configTICK_RATE_HZ in FreeRTOSConfig.h.
 pub const TICK_RATE_HZ: u64 = 1000;
 /// configMAX_PRIORITIES in FreeRTOSConfig.h.
-pub const MAX_PRIORITIES: u64 = 8;
+pub const MAX_PRIORITIES: u64 = 32;
 
 extern "C" {
     fn xTaskCreate(
@@ -151,9 +157,7 @@ pub fn notify_from_isr(task: Task) {
     // from an interrupt at a priority allowed to use the FromISR API.
     unsafe { vTaskGenericNotifyGiveFromISR(task.0, DEFAULT_NOTIFY_INDEX, &mut woken) };
     if woken != 0 {
-        // SAFETY: the port reads this flag at the end of the same interrupt handler;
-        // interrupts that could race on it are masked by the GIC's running priority.
-        unsafe { ptr::addr_of_mut!(ullPortYieldRequired).write_volatile(1) };
+        request_switch_from_isr();
     }
 }
 

@@ -38,6 +38,8 @@ pub enum GicError {
     NoRedistributor,
     /// The INTID is not a private peripheral interrupt.
     NotAPpi(u32),
+    /// The INTID is not a software-generated interrupt.
+    NotAnSgi(u32),
 }
 
 impl fmt::Display for GicError {
@@ -45,6 +47,7 @@ impl fmt::Display for GicError {
         match self {
             Self::NoRedistributor => f.write_str("no redistributor matches this CPU's MPIDR"),
             Self::NotAPpi(intid) => write!(f, "INTID {intid} is not a PPI"),
+            Self::NotAnSgi(intid) => write!(f, "INTID {intid} is not an SGI"),
         }
     }
 }
@@ -81,6 +84,21 @@ impl Gic {
         if !(16..32).contains(&intid) {
             return Err(GicError::NotAPpi(intid));
         }
+        self.enable_private(intid, priority);
+        Ok(())
+    }
+
+    /// Puts software-generated interrupt `intid` in group 1 at `priority` and enables it.
+    pub fn enable_sgi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
+        if intid >= 16 {
+            return Err(GicError::NotAnSgi(intid));
+        }
+        self.enable_private(intid, priority);
+        Ok(())
+    }
+
+    /// Group 1, `priority` and enable for INTID 0..31 in the redistributor's SGI frame.
+    fn enable_private(&self, intid: u32, priority: u8) {
         let sgi = self.redistributor + GICR_SGI_BASE;
         let bit = 1u32 << intid;
         let priority_word = sgi + GICR_IPRIORITYR + (intid as usize & !3);
@@ -89,7 +107,6 @@ impl Gic {
         let priorities = read32(priority_word) & !(0xff << shift);
         write32(priority_word, priorities | (u32::from(priority) << shift));
         write32(sgi + GICR_ISENABLER0, bit);
-        Ok(())
     }
 }
 
@@ -137,17 +154,25 @@ fn enable_cpu_interface() {
     }
 }
 
+// Plain `ldr`/`str` with a base register and no writeback: under a hypervisor these GIC
+// windows are emulated, and only such accesses carry a syndrome (ESR_EL2.ISV = 1).
+// `read_volatile`/`write_volatile` may compile to post-indexed forms that have none.
+
 fn read32(address: usize) -> u32 {
+    let value: u32;
     // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
-    unsafe { core::ptr::read_volatile(address as *const u32) }
+    unsafe { asm!("ldr {v:w}, [{a}]", a = in(reg) address, v = out(reg) value, options(nostack)) };
+    value
 }
 
 fn read64(address: usize) -> u64 {
+    let value: u64;
     // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
-    unsafe { core::ptr::read_volatile(address as *const u64) }
+    unsafe { asm!("ldr {v}, [{a}]", a = in(reg) address, v = out(reg) value, options(nostack)) };
+    value
 }
 
 fn write32(address: usize, value: u32) {
     // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
-    unsafe { core::ptr::write_volatile(address as *mut u32, value) }
+    unsafe { asm!("str {v:w}, [{a}]", a = in(reg) address, v = in(reg) value, options(nostack)) };
 }

@@ -3,6 +3,8 @@
 //!
 //! The crate owns the port glue (start-up, vectors, GICv3, generic-timer tick, PL011) and
 //! the demo: a 1 ms real-time task measuring its dispatch latency and two background tasks.
+//! With `bench=` boot arguments the measurement suite's RTOS experiments (`bench`) run
+//! instead of the demo.
 //! One image runs natively on QEMU `virt` (entered at EL2, it drops to EL1 itself) and as a
 //! Partita VM (entered at EL1): it learns the platform from the device tree in x0 and never
 //! assumes an address.
@@ -10,6 +12,7 @@
 #![no_std]
 #![no_main]
 
+mod bench;
 mod boot;
 mod bootargs;
 mod console;
@@ -21,6 +24,7 @@ mod platform;
 mod port;
 mod psci;
 mod rt;
+mod sgi;
 mod timer;
 mod vectors;
 
@@ -65,6 +69,10 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
     }
     print_banner(&platform, dtb, entry_el);
     match args.rt_samples {
+        _ if args.bench.is_some() => console::line(format_args!(
+            "psci: {}; bench: running the selected benchmarks",
+            psci::conduit_name()
+        )),
         Some(samples) => console::line(format_args!(
             "psci: {}; rt: powering off after {samples} samples",
             psci::conduit_name()
@@ -74,11 +82,11 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
             psci::conduit_name()
         )),
     }
-    start(&platform)
+    start(&platform, args.bench)
 }
 
 /// Sets up the interrupt controller and tick, creates the tasks and starts FreeRTOS.
-fn start(platform: &Platform) -> ! {
+fn start(platform: &Platform, bench: Option<bench::Selection>) -> ! {
     // SAFETY: the regions come from the device tree's arm,gic-v3 node, and the guest is the
     // only software programming the GIC at EL1.
     let gic = unsafe {
@@ -94,7 +102,15 @@ fn start(platform: &Platform) -> ! {
     port::configure_tick(platform.virtual_timer_intid, timer::frequency());
     console::create_line_lock()
         .unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
-    spawn_tasks().unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
+    let spawned = match bench {
+        Some(selection) => {
+            gic.enable_sgi(sgi::INTID, sgi::PRIORITY)
+                .unwrap_or_else(|error| console::halt(format_args!("bench SGI: {error}")));
+            bench::spawn(selection)
+        }
+        None => spawn_tasks(),
+    };
+    spawned.unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
     freertos::start_scheduler();
     console::halt(format_args!("FreeRTOS scheduler returned"))
 }

@@ -5,6 +5,7 @@
 //! the baud rate: QEMU's model and Partita's emulated UART ignore it, and on a board the
 //! firmware has set it.
 
+use core::arch::asm;
 use core::fmt;
 
 /// Data register.
@@ -50,14 +51,22 @@ impl Pl011 {
         self.write_register(UARTDR, u32::from(byte));
     }
 
+    // Plain `ldr`/`str` without writeback: an emulated UART (Partita's) needs the syndrome
+    // those carry (ESR_EL2.ISV = 1); `read_volatile` may compile to post-indexed forms.
     fn read_register(&self, offset: usize) -> u32 {
+        let value: u32;
         // SAFETY: `new`'s contract makes base + offset a PL011 register of this driver.
-        unsafe { core::ptr::read_volatile((self.base + offset) as *const u32) }
+        unsafe {
+            asm!("ldr {v:w}, [{a}]", a = in(reg) self.base + offset, v = out(reg) value, options(nostack));
+        }
+        value
     }
 
     fn write_register(&self, offset: usize, value: u32) {
         // SAFETY: `new`'s contract makes base + offset a PL011 register of this driver.
-        unsafe { core::ptr::write_volatile((self.base + offset) as *mut u32, value) }
+        unsafe {
+            asm!("str {v:w}, [{a}]", a = in(reg) self.base + offset, v = in(reg) value, options(nostack));
+        }
     }
 }
 

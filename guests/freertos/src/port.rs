@@ -10,7 +10,7 @@
 //! notification. This module must never block or print from interrupt context.
 
 use crate::freertos::{self, Task};
-use crate::{console, timer};
+use crate::{bench, console, sgi, timer, vectors};
 use core::ffi::{c_char, c_ulong, c_void, CStr};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -29,6 +29,9 @@ static TICK_PERIOD: AtomicU64 = AtomicU64::new(0);
 /// handler; read with `latest_release`.
 static RELEASE_SEQUENCE: AtomicU64 = AtomicU64::new(0);
 static RELEASE_EXPIRY: AtomicU64 = AtomicU64::new(0);
+/// Interrupt latency of the latest tick: counter ticks from the compare value that fired
+/// to the first instruction of the IRQ vector.
+static RELEASE_IRQ_LATENCY: AtomicU64 = AtomicU64::new(0);
 /// The task released by every tick; null until `set_release_task`.
 static RELEASE_TASK: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
 
@@ -56,6 +59,8 @@ pub struct Release {
     pub sequence: u64,
     /// Programmed expiry, in counter ticks.
     pub expiry: u64,
+    /// Counter ticks from the expiry that fired to the IRQ vector's first instruction.
+    pub irq_latency: u64,
 }
 
 /// The latest release, read consistently (the tick handler may run between two loads).
@@ -63,8 +68,13 @@ pub fn latest_release() -> Release {
     loop {
         let sequence = RELEASE_SEQUENCE.load(Ordering::Acquire);
         let expiry = RELEASE_EXPIRY.load(Ordering::Acquire);
+        let irq_latency = RELEASE_IRQ_LATENCY.load(Ordering::Acquire);
         if RELEASE_SEQUENCE.load(Ordering::Acquire) == sequence {
-            return Release { sequence, expiry };
+            return Release {
+                sequence,
+                expiry,
+                irq_latency,
+            };
         }
     }
 }
@@ -80,8 +90,11 @@ extern "C" fn vConfigureTickInterrupt() {
 /// port writes the end of interrupt after it returns.
 #[no_mangle]
 extern "C" fn vApplicationFPUSafeIRQHandler(iar: u32) {
-    if iar & INTID_MASK == TICK_INTID.load(Ordering::Relaxed) {
+    let intid = iar & INTID_MASK;
+    if intid == TICK_INTID.load(Ordering::Relaxed) {
         on_tick();
+    } else if intid == sgi::INTID {
+        bench::on_sgi();
     }
 }
 
@@ -90,12 +103,14 @@ extern "C" fn vApplicationFPUSafeIRQHandler(iar: u32) {
 /// publishes the releases it passed over as well (the task counts them as missed); the
 /// kernel's tick count advances by one only.
 fn on_tick() {
+    let entered = vectors::irq_entry_counter();
     let fired = timer::deadline();
     let period = tick_period();
     let passed_over = timer::now().saturating_sub(fired) / period;
     timer::set_deadline(fired + (passed_over + 1) * period);
     let sequence = RELEASE_SEQUENCE.load(Ordering::Relaxed) + 1 + passed_over;
     RELEASE_EXPIRY.store(fired + passed_over * period, Ordering::Release);
+    RELEASE_IRQ_LATENCY.store(entered.saturating_sub(fired), Ordering::Release);
     RELEASE_SEQUENCE.store(sequence, Ordering::Release);
     freertos::tick_from_isr();
     let task = RELEASE_TASK.load(Ordering::Acquire);

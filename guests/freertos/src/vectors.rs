@@ -4,9 +4,21 @@
 //! (EL1h). An SVC (the port's `portYIELD`) goes to the port's `FreeRTOS_SWI_Handler`, an
 //! IRQ to its `FreeRTOS_IRQ_Handler`; every other exception is reported on the console
 //! with its syndrome and the guest halts. This module never handles an exception itself.
+//! Each IRQ entry stores the virtual counter in its second instruction (the latency
+//! benchmarks' "first instruction of the handler"); nothing else is done before the port.
 
 use crate::console;
 use aarch64_cpu::registers::{Readable, ELR_EL1, ESR_EL1, FAR_EL1};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// CNTVCT_EL0 at the entry of the latest IRQ.
+static IRQ_ENTRY_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The virtual counter read at the entry of the latest IRQ (valid inside its handler,
+/// where no other IRQ can be taken).
+pub fn irq_entry_counter() -> u64 {
+    IRQ_ENTRY_COUNTER.load(Ordering::Relaxed)
+}
 
 core::arch::global_asm!(
     r#"
@@ -30,18 +42,27 @@ core::arch::global_asm!(
     b       report_unexpected_exception
     .endm
 
+    // An IRQ: stamp the counter (no ISB: as early as possible), then the port's handler.
+    .macro irq_entry
+    .balign 0x80
+    stp     x0, x1, [sp, #-16]!
+    mrs     x0, cntvct_el0
+    adrp    x1, {stamp}
+    str     x0, [x1, :lo12:{stamp}]
+    ldp     x0, x1, [sp], #16
+    b       FreeRTOS_IRQ_Handler
+    .endm
+
     .section .text.vectors, "ax"
     .balign 0x800
     .global _freertos_vector_table
 _freertos_vector_table:
     sync_entry 0                    // current EL, SP_EL0: synchronous
-    .balign 0x80
-    b       FreeRTOS_IRQ_Handler    // current EL, SP_EL0: IRQ
+    irq_entry                       // current EL, SP_EL0: IRQ
     unexpected 2
     unexpected 3
     sync_entry 4                    // current EL, SP_ELx: synchronous
-    .balign 0x80
-    b       FreeRTOS_IRQ_Handler    // current EL, SP_ELx: IRQ (nested)
+    irq_entry                       // current EL, SP_ELx: IRQ (nested)
     unexpected 6
     unexpected 7
     unexpected 8
@@ -52,7 +73,8 @@ _freertos_vector_table:
     unexpected 13
     unexpected 14
     unexpected 15
-"#
+"#,
+    stamp = sym IRQ_ENTRY_COUNTER,
 );
 
 /// Names of the sixteen vector entries, in table order.

@@ -126,17 +126,37 @@ impl<'a> Fields<'a> {
 
     /// An array of small integers such as `cpus = [0, 1]`.
     pub fn u8_array(&self, name: &str) -> Result<Vec<u8>, ConfigError> {
-        let key = self.key(name);
-        let value = self.required(name)?;
-        let Value::Array(items) = value else {
-            return Err(wrong_type(&key, "an array of integers", value));
-        };
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| integer(&format!("{key}[{i}]"), item))
-            .collect()
+        integers(&self.key(name), self.required(name)?)
     }
+
+    /// An optional integer key such as `slice_us = 10000`.
+    pub fn optional_u32(&self, name: &str) -> Result<Option<u32>, ConfigError> {
+        self.get(name)
+            .map(|v| integer(&self.key(name), v))
+            .transpose()
+    }
+
+    /// An array of integers such as `irqs = [40, 41]`; absent means empty.
+    pub fn u32_array(&self, name: &str) -> Result<Vec<u32>, ConfigError> {
+        match self.get(name) {
+            Some(value) => integers(&self.key(name), value),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+fn integers<T>(key: &str, value: &Value) -> Result<Vec<T>, ConfigError>
+where
+    T: TryFrom<i64> + Bounded,
+{
+    let Value::Array(items) = value else {
+        return Err(wrong_type(key, "an array of integers", value));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| integer(&format!("{key}[{i}]"), item))
+        .collect()
 }
 
 fn as_str<'v>(key: &str, value: &'v Value) -> Result<&'v str, ConfigError> {

@@ -8,17 +8,18 @@
 use partita_core::board::Platform;
 use partita_core::config::{
     BoardConfig, ConfigError, DeviceConfig, ImageConfig, InitrdConfig, MemoryRegion, ResetAction,
-    SystemConfig, VmConfig, VmKind,
+    SystemConfig, TimerMode, VmConfig, VmKind,
 };
+use partita_core::sched::DEFAULT_SLICE_US;
 use toml::{Table, Value};
 
 use super::fields::{wrong_type, Fields};
 
 const TOP_KEYS: [&str; 2] = ["board", "vm"];
-const BOARD_KEYS: [&str; 2] = ["platform", "cpus"];
-const VM_KEYS: [&str; 10] = [
+const BOARD_KEYS: [&str; 3] = ["platform", "cpus", "slice_us"];
+const VM_KEYS: [&str; 12] = [
     "name", "kind", "priority", "cpus", "bootargs", "memory", "image", "initrd", "device",
-    "on_reset",
+    "on_reset", "timer", "irqs",
 ];
 const MEMORY_KEYS: [&str; 3] = ["base", "size", "phys"];
 const IMAGE_KEYS: [&str; 2] = ["path", "load"];
@@ -66,7 +67,12 @@ fn board(table: &Table) -> Result<BoardConfig, ConfigError> {
         )
     })?;
     let cpus = f.u8("cpus")?.unwrap_or(1);
-    Ok(BoardConfig { platform, cpus })
+    let slice_us = f.optional_u32("slice_us")?.unwrap_or(DEFAULT_SLICE_US);
+    Ok(BoardConfig {
+        platform,
+        cpus,
+        slice_us,
+    })
 }
 
 fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
@@ -92,6 +98,8 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
     let image = image(&f)?;
     let initrd = initrd(&f)?;
     let on_reset = on_reset(&f)?;
+    let timer = timer(&f)?;
+    let irqs = f.u32_array("irqs")?;
     let devices = f
         .tables("device")?
         .into_iter()
@@ -109,6 +117,20 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
         bootargs,
         devices,
         on_reset,
+        timer,
+        irqs,
+    })
+}
+
+fn timer(vm: &Fields) -> Result<TimerMode, ConfigError> {
+    let Some(name) = vm.string("timer")? else {
+        return Ok(TimerMode::Virtual);
+    };
+    TimerMode::from_name(name).ok_or_else(|| {
+        ConfigError::new(
+            vm.key("timer"),
+            format!("unknown timer \"{name}\"; expected \"virtual\" or \"physical\""),
+        )
     })
 }
 
@@ -235,6 +257,9 @@ mod tests {
     fn the_probe_system_parses_with_defaults() {
         let cfg = parse(PROBE).unwrap();
         assert_eq!(cfg.board.cpus, 1);
+        assert_eq!(cfg.board.slice_us, DEFAULT_SLICE_US);
+        assert_eq!(cfg.vms[0].timer, TimerMode::Virtual);
+        assert!(cfg.vms[0].irqs.is_empty());
         let vm = &cfg.vms[0];
         assert_eq!(vm.priority, 200);
         assert_eq!(vm.bootargs, "");
@@ -269,6 +294,20 @@ mod tests {
     }
 
     #[test]
+    fn scheduling_and_interrupt_keys_parse() {
+        let text = PROBE
+            .replace("[board]", "[board]\nslice_us = 2000")
+            .replace(
+                "cpus = [0]",
+                "cpus = [0]\ntimer = \"physical\"\nirqs = [40, 41]",
+            );
+        let cfg = parse(&text).unwrap();
+        assert_eq!(cfg.board.slice_us, 2000);
+        assert_eq!(cfg.vms[0].timer, TimerMode::Physical);
+        assert_eq!(cfg.vms[0].irqs, [40, 41]);
+    }
+
+    #[test]
     fn image_tables_carry_a_load_address() {
         let text = PROBE.replace(
             "image = \"probe.bin\"",
@@ -289,6 +328,8 @@ mod tests {
             ("irq = 33", "", "vm[0].device[0].irq: missing required key"),
             ("size = \"2M\"", "size = \"2 MiB\"", "vm[0].memory[0].size: \"2 MiB\" is not a size: write a number of bytes, or a number followed by K, M or G (\"4K\", \"2M\", \"1G\")"),
             ("image = \"probe.bin\"", "image = 7", "vm[0].image: expected a path string or a table { path, load }, found an integer"),
+            ("cpus = [0]", "cpus = [0]\ntimer = \"hyp\"", "vm[0].timer: unknown timer \"hyp\"; expected \"virtual\" or \"physical\""),
+            ("cpus = [0]", "cpus = [0]\nirqs = 40", "vm[0].irqs: expected an array of integers, found an integer"),
         ];
         for (from, to, expected) in cases {
             assert_eq!(parse(&PROBE.replace(from, to)).unwrap_err(), expected);

@@ -8,6 +8,8 @@
 //! appears. It computes register values only; the hypervisor reads and writes ICH_LR<n>_EL2 and
 //! ICH_HCR_EL2.
 
+use heapless::Vec;
+
 use super::lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 use super::state::{IrqState, Trigger};
 use super::{LiveEntry, Vgic, VgicError, PRIVATE_IRQS};
@@ -60,26 +62,77 @@ impl Vgic {
         irq.pending() && irq.enabled && self.ctlr.group_enabled(irq.group1)
     }
 
-    /// The interrupts `vcpu` receives: its SGIs and PPIs and the SPIs routed to it.
+    /// The interrupts `vcpu` may have to take: its SGIs and PPIs and the SPIs routed to it,
+    /// among the candidates (pending or active ones, and perhaps a few idle ones).
     fn owned_irqs(&self, vcpu: usize) -> impl Iterator<Item = (u32, &IrqState)> + '_ {
-        let private = self
-            .vcpus
-            .get(vcpu)
-            .into_iter()
-            .flat_map(|v| (0..PRIVATE_IRQS).zip(v.private.iter()));
-        let spis = (PRIVATE_IRQS..)
-            .zip(self.spis.iter())
-            .filter(move |(intid, _)| self.spi_target(*intid) == Some(vcpu));
-        private.chain(spis)
+        let limit = PRIVATE_IRQS + self.spi_count();
+        let bank = self.vcpus.get(vcpu);
+        self.candidates.iter(limit).filter_map(move |intid| {
+            let irq = if intid < PRIVATE_IRQS {
+                bank?.private.get(intid as usize)?
+            } else {
+                if self.spi_target(intid) != Some(vcpu) {
+                    return None;
+                }
+                self.spis.get((intid - PRIVATE_IRQS) as usize)?
+            };
+            Some((intid, irq))
+        })
     }
 
-    /// The best list-register candidate of `vcpu` ordered after `after`.
-    fn next_candidate(&self, vcpu: usize, after: Option<u64>) -> Option<(u64, u32)> {
-        self.owned_irqs(vcpu)
-            .filter(|(_, irq)| irq.active || self.deliverable(irq))
-            .map(|(intid, irq)| (candidate_key(intid, irq), intid))
-            .filter(|(key, _)| after.is_none_or(|a| *key > a))
-            .min()
+    /// Brings the candidate set up to date: rebuilt after MMIO emulation, else trimmed of
+    /// interrupts that went idle.
+    fn prune_candidates(&mut self) {
+        let limit = PRIVATE_IRQS + self.spi_count();
+        let Vgic {
+            candidates,
+            spis,
+            vcpus,
+            ..
+        } = self;
+        let busy = |intid: u32| {
+            let busy = |irq: &IrqState| irq.active || irq.pending();
+            if intid < PRIVATE_IRQS {
+                vcpus
+                    .iter()
+                    .any(|v| v.private.get(intid as usize).is_some_and(busy))
+            } else {
+                spis.get((intid - PRIVATE_IRQS) as usize).is_some_and(busy)
+            }
+        };
+        if candidates.needs_rebuild() {
+            candidates.rebuild(limit, busy);
+        } else {
+            candidates.retain(limit, busy);
+        }
+    }
+
+    /// The best list-register candidates of `vcpu`, best first: up to `n` of them (at most
+    /// `MAX_LIST_REGISTERS + 1`), chosen in one pass over the candidate set.
+    pub(crate) fn best_candidates(
+        &self,
+        vcpu: usize,
+        n: usize,
+    ) -> Vec<(u64, u32), { MAX_LIST_REGISTERS + 1 }> {
+        let mut best: Vec<(u64, u32), { MAX_LIST_REGISTERS + 1 }> = Vec::new();
+        let n = n.min(best.capacity());
+        for (intid, irq) in self.owned_irqs(vcpu) {
+            if !(irq.active || self.deliverable(irq)) {
+                continue;
+            }
+            let key = candidate_key(intid, irq);
+            let at = best
+                .iter()
+                .position(|&(k, _)| key < k)
+                .unwrap_or(best.len());
+            if at < n {
+                if best.len() == n {
+                    best.pop();
+                }
+                let _ = best.insert(at, (key, intid));
+            }
+        }
+        best
     }
 
     /// The list register presenting `irq`, and what it carries.
@@ -132,6 +185,7 @@ impl Vgic {
     /// interrupts displace pending-only ones, which stay queued in the model.
     pub fn flush(&mut self, vcpu: usize, current: &[u64]) -> Result<LrFlush, VgicError> {
         self.sync(vcpu, current)?;
+        self.prune_candidates();
         let count = current.len().min(MAX_LIST_REGISTERS);
         let mut out = LrFlush {
             lrs: [0; MAX_LIST_REGISTERS],
@@ -139,20 +193,22 @@ impl Vgic {
             hcr: 0,
         };
         let mut live = [None; MAX_LIST_REGISTERS];
-        let mut last = None;
         let mut carries_pending = false;
-        for (lr_value, live_slot) in out.lrs.iter_mut().zip(live.iter_mut()).take(count) {
-            let Some((key, intid)) = self.next_candidate(vcpu, last) else {
-                break;
-            };
-            last = Some(key);
+        let best = self.best_candidates(vcpu, count + 1);
+        for ((lr_value, live_slot), &(_, intid)) in out
+            .lrs
+            .iter_mut()
+            .zip(live.iter_mut())
+            .zip(best.iter())
+            .take(count)
+        {
             let irq = self.irq(vcpu, intid)?;
             let (lr, entry) = self.list_register(intid, &irq);
             *lr_value = lr.encode();
             *live_slot = Some(entry);
             carries_pending |= entry.carries_pending;
         }
-        if self.next_candidate(vcpu, last).is_some() {
+        if best.len() > count {
             out.hcr = maintenance_request(carries_pending, count);
         }
         if let Some(v) = self.vcpus.get_mut(vcpu) {

@@ -19,6 +19,7 @@
 //! `LrFlush::hcr` into ICH_HCR_EL2. A maintenance interrupt only means "exit, so that sync and
 //! flush run".
 
+mod candidates;
 mod cpuif;
 mod dist;
 mod lr;
@@ -31,6 +32,8 @@ mod state;
 mod tests;
 
 use alloc::vec::Vec;
+
+use candidates::Candidates;
 
 pub use cpuif::LrFlush;
 pub use dist::{DistributorMmio, DISTRIBUTOR_SIZE};
@@ -119,6 +122,8 @@ pub struct Vgic {
     /// GICD_IROUTER<n> per SPI, RES0 bits cleared.
     routes: Vec<u64>,
     vcpus: Vec<VcpuIrqs>,
+    /// The interrupts that may be pending or active, so `flush` need not scan them all.
+    candidates: Candidates,
 }
 
 impl Vgic {
@@ -135,6 +140,7 @@ impl Vgic {
             spis: alloc::vec![IrqState::new(Trigger::Level); spis as usize],
             routes: alloc::vec![0; spis as usize],
             vcpus: (0..vcpus).map(|_| VcpuIrqs::new()).collect(),
+            candidates: Candidates::new(),
         })
     }
 
@@ -148,12 +154,14 @@ impl Vgic {
 
     /// The emulated distributor (GICD_*, one 64 KiB frame) as an MMIO device.
     pub fn distributor(&mut self) -> DistributorMmio<'_> {
+        self.candidates.mark_all();
         DistributorMmio::new(self)
     }
 
     /// The emulated redistributors (GICR_*, `REDISTRIBUTOR_STRIDE` bytes per vCPU, in vCPU
     /// order) as one MMIO device.
     pub fn redistributors(&mut self) -> RedistributorMmio<'_> {
+        self.candidates.mark_all();
         RedistributorMmio::new(self)
     }
 
@@ -169,7 +177,9 @@ impl Vgic {
             .ok_or(VgicError::NoSuchIntid)
     }
 
+    /// The state of `intid` for changing; it becomes a list-register candidate.
     fn irq_mut(&mut self, vcpu: usize, intid: u32) -> Result<&mut IrqState, VgicError> {
+        self.candidates.mark(intid);
         let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
         if intid < PRIVATE_IRQS {
             return Ok(&mut v.private[intid as usize]);
@@ -241,6 +251,7 @@ impl Vgic {
             return Err(VgicError::NoSuchIntid);
         }
         let targets = request.targets(source, self.vcpus.len());
+        self.candidates.mark(request.intid.into());
         for vcpu in targets.iter() {
             if let Some(v) = self.vcpus.get_mut(vcpu) {
                 v.private[sgi].pending_latch = true;

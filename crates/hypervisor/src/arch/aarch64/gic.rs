@@ -20,6 +20,7 @@ const GICD_TYPER: u64 = 0x0004;
 const GICD_IGROUPR: u64 = 0x0080;
 const GICD_ISENABLER: u64 = 0x0100;
 const GICD_ICENABLER: u64 = 0x0180;
+const GICD_ICACTIVER: u64 = 0x0380;
 const GICD_IPRIORITYR: u64 = 0x0400;
 const GICD_IROUTER: u64 = 0x6000;
 /// GICD_CTLR: EnableGrp1 (EnableGrp1NS without DS), ARE (ARE_NS), RWP.
@@ -34,6 +35,7 @@ const SGI_FRAME: u64 = 0x1_0000;
 const GICR_IGROUPR0: u64 = SGI_FRAME + 0x0080;
 const GICR_ISENABLER0: u64 = SGI_FRAME + 0x0100;
 const GICR_ICENABLER0: u64 = SGI_FRAME + 0x0180;
+const GICR_ISACTIVER0: u64 = SGI_FRAME + 0x0300;
 const GICR_ICACTIVER0: u64 = SGI_FRAME + 0x0380;
 const GICR_IPRIORITYR: u64 = SGI_FRAME + 0x0400;
 const TYPER_LAST: u64 = 1 << 4;
@@ -170,11 +172,43 @@ fn packed_affinity_route() -> u64 {
     (mpidr & 0xff_0000_0000) | (mpidr & 0xff_ffff)
 }
 
-/// Clears the active state of this CPU's PPI `intid` (a forwarded interrupt whose guest
-/// stopped before deactivating it).
-pub fn clear_active_ppi(board: &Board, intid: u32) {
+/// Disables `intid`: an SGI or PPI of this CPU, or an SPI.
+pub fn disable(board: &Board, intid: u32) {
+    let bit = 1 << (intid % 32);
     if intid < PRIVATE_IRQS {
-        write32(redistributor(board) + GICR_ICACTIVER0, 1 << intid);
+        write32(redistributor(board) + GICR_ICENABLER0, bit);
+    } else {
+        write32(
+            board.gicd.base + GICD_ICENABLER + u64::from(intid / 32) * 4,
+            bit,
+        );
+    }
+}
+
+/// Clears the active state of `intid` (a PPI of this CPU or an SPI): a forwarded interrupt
+/// whose guest stopped, or left the CPU, before deactivating it.
+pub fn clear_active(board: &Board, intid: u32) {
+    let bit = 1 << (intid % 32);
+    if intid < PRIVATE_IRQS {
+        write32(redistributor(board) + GICR_ICACTIVER0, bit);
+    } else {
+        write32(
+            board.gicd.base + GICD_ICACTIVER + u64::from(intid / 32) * 4,
+            bit,
+        );
+    }
+}
+
+/// Whether this CPU's PPI `intid` is active.
+pub fn ppi_active(board: &Board, intid: u32) -> bool {
+    intid < PRIVATE_IRQS && read32(redistributor(board) + GICR_ISACTIVER0) & (1 << intid) != 0
+}
+
+/// Makes this CPU's PPI `intid` active: it is not signalled again until the guest that
+/// holds its virtual twin (list register HW = 1) deactivates it.
+pub fn set_active_ppi(board: &Board, intid: u32) {
+    if intid < PRIVATE_IRQS {
+        write32(redistributor(board) + GICR_ISACTIVER0, 1 << intid);
     }
 }
 

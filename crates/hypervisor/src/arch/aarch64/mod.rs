@@ -10,4 +10,5 @@ pub mod psci;
 pub mod semihosting;
 pub mod stage2;
 pub mod sysreg;
+pub mod timer;
 pub mod vectors;

@@ -47,6 +47,9 @@ const GUEST_RAM: Stage2Attributes = Stage2Attributes::VALID
 pub struct Stage2Map {
     mapping: Mapping<IdTranslation<Stage2Attributes>, Stage2>,
     vmid: u8,
+    /// The TLBs may hold translations of this VMID that are no longer right (a new map, or a
+    /// guest restarted on the same map): drop them at the next activation.
+    stale_tlb: bool,
 }
 
 impl Stage2Map {
@@ -54,6 +57,7 @@ impl Stage2Map {
         Stage2Map {
             mapping: Mapping::new(IdTranslation::new(), 0, Stage2),
             vmid,
+            stale_tlb: true,
         }
     }
 
@@ -72,11 +76,21 @@ impl Stage2Map {
         self.mapping.root_address().0 as u64 | (u64::from(self.vmid) << 48)
     }
 
-    /// Selects this map for EL1/EL0 on this CPU and drops stale TLB entries of its VMID.
-    pub fn activate(&self) {
+    /// Selects this map for EL1/EL0 on this CPU. Translations are tagged with the VMID, so
+    /// switching between VMs needs no TLB maintenance; only stale entries are dropped.
+    pub fn activate(&mut self) {
         VTCR_EL2.set(vtcr());
         VTTBR_EL2.set(self.vttbr());
-        invalidate_selected_vmid();
+        if self.stale_tlb {
+            invalidate_selected_vmid();
+            self.stale_tlb = false;
+        }
+    }
+
+    /// The guest restarts from scratch: its stage-1 translations cached under this VMID
+    /// must go at the next activation.
+    pub fn forget_translations(&mut self) {
+        self.stale_tlb = true;
     }
 }
 

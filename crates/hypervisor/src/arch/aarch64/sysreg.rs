@@ -69,8 +69,6 @@ el1_context!(
     cntkctl = "cntkctl_el1",
     cntv_ctl = "cntv_ctl_el0",
     cntv_cval = "cntv_cval_el0",
-    cntp_ctl = "cntp_ctl_el0",
-    cntp_cval = "cntp_cval_el0",
     tpidr_el0 = "tpidr_el0",
     tpidrro_el0 = "tpidrro_el0",
     tpidr_el1 = "tpidr_el1",

@@ -1,0 +1,110 @@
+//! Physical interrupts on a CPU that runs VMs: acknowledged at EL2 (they route there and stay
+//! masked in PSTATE at EL2, so they are taken as guest exits or polled after a WFI at EL2),
+//! then forwarded to the VM that owns them or consumed by Partita.
+//!
+//! Forwarded with the list register's HW bit (Partita only drops their priority; the guest's
+//! deactivation ends them): the virtual timer's PPI to the loaded vCPU (only its CNTV runs),
+//! a passed-through EL1 physical timer's PPI and the destination table's SPIs to their VM.
+//! Consumed (then deactivated): the EL2 timer (the scheduler's next event), the maintenance
+//! interrupt, console input and its kick SGI. This module must never forward an interrupt to
+//! a VM that does not own it.
+
+use partita_core::board::Board;
+
+use super::CpuScheduler;
+use crate::arch::aarch64::{gic, timer};
+use crate::input;
+
+impl CpuScheduler {
+    /// Handles every pending physical interrupt; true when the scheduler must decide again
+    /// (its timer fired, or a vCPU that should run now was woken).
+    pub(super) fn handle_interrupts(&mut self) -> bool {
+        let mut decide = false;
+        let mut woke = false;
+        let mut input = false;
+        while let Some(intid) = gic::acknowledge() {
+            gic::end_of_interrupt(intid);
+            if let Some(at) = self.owner(intid) {
+                self.vms[at].vgic.inject(intid);
+                self.wake(at);
+                woke = true;
+                continue;
+            }
+            if intid == self.board.timer_hyp_irq {
+                timer::arm_hyp_timer(None);
+                decide = true;
+            } else if intid == self.board.maintenance_irq {
+                if let Some(at) = self.loaded.and_then(|i| self.position_of_index(i)) {
+                    self.vms[at].vgic.maintenance();
+                }
+            } else if intid == self.board.uart_irq {
+                input::receive(self.cpu);
+                input = true;
+            } else if intid == input::KICK_SGI {
+                input = true;
+            }
+            gic::deactivate(intid);
+        }
+        if input {
+            woke |= self.deliver_input();
+        }
+        let now = timer::now();
+        if decide || (woke && self.queue.should_preempt(now)) {
+            return true;
+        }
+        if woke {
+            timer::arm_hyp_timer(self.queue.next_event(now));
+        }
+        false
+    }
+
+    /// The position of the VM a physical interrupt is forwarded to, if any.
+    fn owner(&self, intid: u32) -> Option<usize> {
+        if intid == self.board.timer_virt_irq {
+            return self.loaded.and_then(|i| self.position_of_index(i));
+        }
+        self.vms
+            .iter()
+            .position(|vm| vm.forwarded().contains(&intid))
+    }
+
+    /// Moves console input into every VM's UART; wakes a blocked VM that now has an
+    /// interrupt to take. True when one was woken.
+    fn deliver_input(&mut self) -> bool {
+        let mut woke = false;
+        for at in 0..self.vms.len() {
+            let vm = &mut self.vms[at];
+            vm.update_interrupt_lines();
+            if vm.vgic.has_deliverable() {
+                self.wake(at);
+                woke = true;
+            }
+        }
+        woke
+    }
+}
+
+/// Enables the physical interrupts a CPU needs to run VMs: the virtual timer, the EL2
+/// timer, the GIC maintenance interrupt and the input kick; CPU 0 also takes the console
+/// UART. A VM's own forwarded interrupts are enabled when it is built.
+pub fn enable_for_vms(board: &Board, cpu: usize) {
+    gic::enable(board, board.timer_virt_irq);
+    gic::enable(board, board.timer_hyp_irq);
+    gic::enable(board, board.maintenance_irq);
+    gic::enable(board, input::KICK_SGI);
+    if cpu == 0 {
+        gic::enable(board, board.uart_irq);
+    }
+}
+
+/// Handles the pending physical interrupts of a CPU that runs no VM (any more): console
+/// input is still read; the rest have no one to go to.
+pub fn handle_idle(board: &Board, cpu: u8) {
+    while let Some(intid) = gic::acknowledge() {
+        gic::end_of_interrupt(intid);
+        if intid == board.uart_irq {
+            input::receive(cpu);
+        }
+        gic::deactivate(intid);
+    }
+}

@@ -1,0 +1,191 @@
+//! The scheduler of one physical CPU: it owns the VMs placed on this CPU and their
+//! `partita_core::sched::RunQueue` (fixed priority, preemptive, round robin in a level), and
+//! drives the queue exactly as that module's documentation asks: `block` on a WFI with
+//! nothing pending (the virtual-timer deadline goes along), `wake` when an interrupt is
+//! forwarded to a vCPU, `pick` on every event, the next event programmed into the EL2 timer
+//! (CNTHP) before entering a guest or waiting.
+//!
+//! A vCPU stays loaded on the CPU until another one must run (lazy switching): a VM alone on
+//! its CPU never pays for a switch, and a blocked VM left loaded while the CPU idles wakes
+//! through its own timer PPI. Physical interrupts reach EL2 whatever the guest's PSTATE.I,
+//! so a higher-priority VM takes the CPU at the first exit after its interrupt arrives. This
+//! module must never touch a VM of another CPU: events for those arrive as SGIs there.
+
+mod interrupts;
+
+pub use interrupts::{enable_for_vms, handle_idle};
+
+use alloc::vec::Vec;
+
+use partita_core::board::Board;
+use partita_core::sched::{ticks_from_micros, RunQueue, VcpuId, VcpuState};
+
+use crate::arch::aarch64::timer;
+use crate::system::{Stop, System};
+use crate::trap::Outcome;
+use crate::vm::Vm;
+
+pub struct CpuScheduler {
+    cpu: u8,
+    board: &'static Board,
+    system: &'static System,
+    vms: Vec<Vm>,
+    queue: RunQueue,
+    /// The configuration index of the VM whose vCPU is on the CPU.
+    loaded: Option<usize>,
+}
+
+/// The run-queue name of a VM's (only) vCPU.
+fn vcpu_of(vm: &Vm) -> VcpuId {
+    VcpuId::new(vm.index() as u16, 0)
+}
+
+impl CpuScheduler {
+    /// The scheduler of CPU `cpu` for `vms`, every one ready.
+    pub fn new(system: &'static System, cpu: u8, vms: Vec<Vm>) -> Self {
+        let board = system.bundle.config.board.platform.board();
+        let slice = ticks_from_micros(system.bundle.config.board.slice_us, timer::frequency());
+        let mut queue = RunQueue::new(slice);
+        for vm in &vms {
+            if let Err(e) = queue.add(vcpu_of(vm), vm.priority()) {
+                panic!("CPU {cpu}: run queue: {e:?}");
+            }
+        }
+        CpuScheduler {
+            cpu,
+            board,
+            system,
+            vms,
+            queue,
+            loaded: None,
+        }
+    }
+
+    /// Runs this CPU's VMs until every one has stopped.
+    pub fn run(mut self) {
+        for vm in &self.vms {
+            vm.announce_start();
+        }
+        while !self.vms.is_empty() {
+            let decision = self.queue.pick(timer::now());
+            match decision.run.and_then(|id| self.position(id)) {
+                Some(at) => self.run_vcpu(at),
+                None => self.idle(),
+            }
+        }
+        timer::arm_hyp_timer(None);
+    }
+
+    fn position(&self, id: VcpuId) -> Option<usize> {
+        self.vms.iter().position(|vm| vcpu_of(vm) == id)
+    }
+
+    fn position_of_index(&self, index: usize) -> Option<usize> {
+        self.vms.iter().position(|vm| vm.index() == index)
+    }
+
+    /// Nothing is runnable: wait in WFI at EL2 for the next interrupt or event.
+    fn idle(&mut self) {
+        timer::arm_hyp_timer(self.queue.next_event(timer::now()));
+        aarch64_cpu::asm::wfi();
+        self.handle_interrupts();
+    }
+
+    /// Puts the vCPU of `vms[at]` on the CPU, taking the loaded one off first.
+    fn switch_to(&mut self, at: usize) {
+        let index = self.vms[at].index();
+        if self.loaded == Some(index) {
+            return;
+        }
+        self.switch_out();
+        self.vms[at].switch_in();
+        self.loaded = Some(index);
+    }
+
+    /// Takes the loaded vCPU off the CPU. A blocked one hands its virtual-timer deadline to
+    /// the run queue now: while it stayed loaded, its own timer PPI was its wake-up.
+    fn switch_out(&mut self) {
+        if let Some(old) = self.loaded.take().and_then(|i| self.position_of_index(i)) {
+            let vm = &mut self.vms[old];
+            let deadline = vm.timer_deadline();
+            vm.switch_out();
+            let _ = self.queue.set_timer_deadline(vcpu_of(vm), deadline);
+        }
+    }
+
+    /// Runs `vms[at]` until the scheduler has to decide again.
+    fn run_vcpu(&mut self, at: usize) {
+        self.switch_to(at);
+        timer::arm_hyp_timer(self.queue.next_event(timer::now()));
+        loop {
+            let vm = &mut self.vms[at];
+            let exit = vm.enter();
+            match vm.handle(exit) {
+                Outcome::Resume => {}
+                Outcome::Interrupt => {
+                    if self.handle_interrupts() {
+                        return;
+                    }
+                }
+                Outcome::Wait => {
+                    if self.block(at) {
+                        return;
+                    }
+                }
+                Outcome::Reset => return self.reset(at),
+                Outcome::Stop(how) => return self.stop(at, how),
+            }
+        }
+    }
+
+    /// WFI of the running vCPU: it goes on at once if an interrupt is pending for it, else
+    /// it blocks until one is; true when it blocked. It stays loaded, so its virtual timer
+    /// keeps running and its PPI wakes it; the deadline joins the run queue (and so the EL2
+    /// timer) only when it is switched out.
+    fn block(&mut self, at: usize) -> bool {
+        let vm = &mut self.vms[at];
+        vm.update_interrupt_lines();
+        if vm.vgic.has_deliverable() {
+            return false;
+        }
+        let _ = self.queue.block(vcpu_of(vm), None);
+        true
+    }
+
+    /// Wakes a blocked vCPU that has something to take (after an interrupt was forwarded).
+    fn wake(&mut self, at: usize) {
+        let id = vcpu_of(&self.vms[at]);
+        if self.queue.state(id) == Some(VcpuState::Blocked) {
+            let _ = self.queue.wake(id);
+        }
+    }
+
+    /// SYSTEM_RESET of `vms[at]`: restart it as a fresh vCPU, or stop it.
+    fn reset(&mut self, at: usize) {
+        self.switch_out();
+        match self.vms[at].reset() {
+            Some(how) => self.stop(at, how),
+            None => {
+                let vm = &self.vms[at];
+                let id = vcpu_of(vm);
+                let _ = self.queue.remove(id);
+                if let Err(e) = self.queue.add(id, vm.priority()) {
+                    panic!("CPU {}: run queue: {e:?}", self.cpu);
+                }
+            }
+        }
+    }
+
+    /// `vms[at]` stops for good; the others keep running. The last VM of the machine ends
+    /// the run.
+    fn stop(&mut self, at: usize, how: Stop) {
+        if self.loaded == Some(self.vms[at].index()) {
+            self.switch_out();
+        }
+        let mut vm = self.vms.remove(at);
+        let _ = self.queue.remove(vcpu_of(&vm));
+        vm.stop(how);
+        drop(vm);
+        self.system.vm_stopped(how);
+    }
+}
