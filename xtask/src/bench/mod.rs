@@ -139,10 +139,12 @@ pub fn run(options: &Options) -> Result<PathBuf> {
 /// Downloads and builds what the measured rows boot.
 fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
     let boots: Vec<Boot> = measured.iter().map(|(_, boot)| *boot).collect();
-    if boots
-        .iter()
-        .any(|b| matches!(b, Boot::Partita(_) | Boot::NativeFreeRtos))
-    {
+    if boots.iter().any(|b| {
+        matches!(
+            b,
+            Boot::Partita(_) | Boot::PartitaFreeRtos | Boot::NativeFreeRtos
+        )
+    }) {
         build::binaries()?;
     }
     if measured.iter().any(|(row, _)| row.guest == Guest::Linux) {
@@ -395,6 +397,7 @@ mod tests {
             "**shared freertos**",
             "| hackbench | time | s |",
             "| basic | 123456 | 61728 | 50.0 % |",
+            "Failed Thread-Metric checks: native thread-metric/cooperative, solo thread-metric/cooperative.",
         ] {
             assert!(
                 report.contains(heading),

@@ -189,6 +189,18 @@ fn thread_metric(out: &mut String, results: &Results) {
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
+    let failed: Vec<String> = results
+        .records
+        .iter()
+        .filter(|r| r.experiment.starts_with("thread-metric/") && r.metric == "check")
+        .filter(|r| r.value == 0.0)
+        .map(|r| format!("{} {}", r.config, r.experiment))
+        .collect();
+    if failed.is_empty() {
+        let _ = writeln!(out, "Every Thread-Metric check passed.\n");
+    } else {
+        let _ = writeln!(out, "Failed Thread-Metric checks: {}.\n", failed.join(", "));
+    }
 }
 
 fn not_measured(out: &mut String, results: &Results) {

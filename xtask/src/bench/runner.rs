@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::console::{clean, BEGIN};
-use super::matrix::{freertos_bootargs, Boot, Mode};
+use super::matrix::{freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
 use crate::process::{self, Captured, Ending};
 use crate::qemu::{Cpu, Machine};
 use crate::{build, linux, paths, xen};
@@ -73,8 +73,20 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
         Boot::NativeFreeRtos => {
             let image = paths::guest_image("freertos");
             let mut cmd = machine(&image, 1);
-            cmd.args(["-append", &freertos_bootargs(mode)]);
+            cmd.args(["-append", freertos_bootargs(mode)]);
             Ok(cmd)
+        }
+        Boot::PartitaFreeRtos => {
+            let dir = paths::build_dir().join("bench");
+            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let config = dir.join("freertos-solo.toml");
+            let text = FREERTOS_SOLO
+                .replace("{image}", &paths::guest_image("freertos").to_string_lossy())
+                .replace("{bootargs}", freertos_bootargs(mode));
+            fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
+            let image = dir.join("partita.img");
+            let system = build::boot_image(&config, &image, None)?;
+            Ok(machine(&image, system.config.board.cpus))
         }
         Boot::Partita(config) => {
             let image = paths::build_dir().join("bench").join("partita.img");
