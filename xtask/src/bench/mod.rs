@@ -260,7 +260,7 @@ fn write_outputs(dir: &Path, results: &Results) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse::fixtures::{FREERTOS, NATIVE, RTOS_BENCH, SOLO, XEN};
+    use super::parse::fixtures::{FREERTOS, NATIVE, RTOS_NATIVE, RTOS_SOLO, SOLO, XEN};
     use super::*;
 
     fn row(config: &str, guest: Guest) -> &'static Row {
@@ -276,23 +276,17 @@ mod tests {
             ("native", Guest::Linux, NATIVE),
             ("solo", Guest::Linux, SOLO),
             ("xen", Guest::Linux, XEN),
-            ("native", Guest::FreeRtos, FREERTOS),
+            ("native", Guest::FreeRtos, RTOS_NATIVE),
+            ("solo", Guest::FreeRtos, RTOS_SOLO),
         ] {
             let (found, lost) = records_of(row(config, guest), Mode::Quick, console, None);
             records.extend(found);
             not_measured.extend(lost);
         }
-        // The benchmark guest's lines, as a virtualized row would print them.
-        let (found, _) = records_of(
-            row("native", Guest::FreeRtos),
-            Mode::Quick,
-            RTOS_BENCH,
-            None,
-        );
-        records.extend(found.iter().cloned());
+        // The demo's `rt:` line (a guest without the suite), read as another configuration.
+        let (found, _) = records_of(row("native", Guest::FreeRtos), Mode::Quick, FREERTOS, None);
         records.extend(found.into_iter().map(|mut r| {
-            r.config = "solo".to_owned();
-            r.value *= 0.5;
+            r.config = "xen".to_owned();
             r
         }));
         Results {
@@ -374,10 +368,22 @@ mod tests {
             .filter(|n| n.config != "every configuration" && n.what != "every experiment")
             .collect();
         assert!(lost.is_empty(), "{lost:?}");
-        assert!(results.value("native", "rt-latency", "max").is_some());
-        assert!(results
-            .value("native", "thread-metric/basic", "score")
-            .is_some());
+        assert_eq!(
+            results.value("xen", "rt-latency", "max").unwrap().unit,
+            "ns"
+        );
+        for config in ["native", "solo"] {
+            for (experiment, metric, unit) in [
+                ("thread-metric/basic", "score", "count"),
+                ("thread-metric/cooperative", "check", "bool"),
+                ("rhealstone/deadlock-break", "time", "ns"),
+                ("dispatch", "p99.9", "ns"),
+                ("irq-latency", "max", "ns"),
+            ] {
+                let record = results.value(config, experiment, metric).unwrap();
+                assert_eq!(record.unit, unit, "{config} {experiment} {metric}");
+            }
+        }
     }
 
     #[test]
@@ -396,8 +402,9 @@ mod tests {
             "## Not measured",
             "**shared freertos**",
             "| hackbench | time | s |",
-            "| basic | 123456 | 61728 | 50.0 % |",
-            "Failed Thread-Metric checks: native thread-metric/cooperative, solo thread-metric/cooperative.",
+            "| basic | 121955 | 121691 | 99.8 % |",
+            "| rhealstone/task-switch time | ns | 160 | 160 | — |",
+            "Every Thread-Metric check passed.",
         ] {
             assert!(
                 report.contains(heading),
@@ -409,6 +416,8 @@ mod tests {
             "hist-cyclictest-idle-solo",
             "hist-cyclictest-idle-xen",
             "hist-dispatch-native",
+            "hist-dispatch-solo",
+            "hist-irq-latency-solo",
             "overhead-solo",
             "overhead-xen",
             "rp-solo",

@@ -160,8 +160,15 @@ fn thread_metric(out: &mut String, results: &Results) {
     if tests.is_empty() {
         return;
     }
-    let configs = measured_configs(results);
-    let others: Vec<&str> = configs.iter().copied().filter(|c| *c != "native").collect();
+    let others: Vec<&str> = CONFIGS
+        .into_iter()
+        .filter(|c| *c != "native")
+        .filter(|c| {
+            tests
+                .iter()
+                .any(|t| results.value(c, &t.experiment, "score").is_some())
+        })
+        .collect();
     let _ = writeln!(
         out,
         "## Thread-Metric (shape of Ker-ONE, Table 3)\n\nScores are counts per reporting \

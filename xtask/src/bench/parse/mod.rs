@@ -75,5 +75,6 @@ pub(super) mod fixtures {
     pub const SOLO: &str = include_str!("../fixtures/solo-linux.txt");
     pub const XEN: &str = include_str!("../fixtures/xen-linux.txt");
     pub const FREERTOS: &str = include_str!("../fixtures/native-freertos.txt");
-    pub const RTOS_BENCH: &str = include_str!("../fixtures/rtos-bench.txt");
+    pub const RTOS_NATIVE: &str = include_str!("../fixtures/native-freertos-bench.txt");
+    pub const RTOS_SOLO: &str = include_str!("../fixtures/solo-freertos-bench.txt");
 }

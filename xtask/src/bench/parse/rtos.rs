@@ -69,7 +69,7 @@ fn rt_line(text: &str) -> Vec<Measure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::fixtures::{FREERTOS, RTOS_BENCH};
+    use crate::bench::parse::fixtures::{FREERTOS, RTOS_NATIVE, RTOS_SOLO};
 
     #[test]
     fn the_last_rt_line_of_the_demo() {
@@ -82,8 +82,8 @@ mod tests {
     }
 
     #[test]
-    fn generic_bench_lines() {
-        let m = parse(RTOS_BENCH);
+    fn bench_lines_of_the_suite_under_partita() {
+        let m = parse(RTOS_SOLO);
         let find = |e: &str, metric: &str| {
             m.iter()
                 .find(|x| x.experiment == e && x.metric == metric)
@@ -92,14 +92,33 @@ mod tests {
         };
         assert_eq!(
             find("thread-metric/basic", "score"),
-            Measure::new("thread-metric/basic", "score", 123_456.0, "count")
+            Measure::new("thread-metric/basic", "score", 121_691.0, "count")
         );
-        assert_eq!(find("thread-metric/basic", "check").value, 1.0);
-        assert_eq!(find("thread-metric/cooperative", "check").value, 0.0);
-        assert_eq!(find("rhealstone/task-switch", "time").unit, "ns");
-        assert_eq!(find("dispatch", "p99.9").value, 2100.0);
-        assert_eq!(find("dispatch", "hist_ns_1000_2000").value, 1990.0);
-        assert!(m.iter().all(|m| m.metric != "mode"));
+        assert_eq!(find("thread-metric/memory", "check").value, 1.0);
+        assert_eq!(find("thread-metric/memory", "check").unit, "bool");
+        assert_eq!(
+            find("rhealstone/task-switch", "time"),
+            Measure::new("rhealstone/task-switch", "time", 160.0, "ns")
+        );
+        assert_eq!(find("dispatch", "samples").value, 2000.0);
+        let buckets: f64 = m
+            .iter()
+            .filter(|x| x.experiment == "dispatch" && x.metric.starts_with("hist_ns_"))
+            .map(|x| x.value)
+            .sum();
+        assert_eq!(buckets, 2000.0);
+        assert!(m.iter().all(|x| x.metric != "mode" && x.metric != "hist"));
+        let tests = m.iter().filter(|x| x.metric == "score").count();
+        assert_eq!(tests, 8);
+        assert_eq!(parse(RTOS_NATIVE).len(), m.len());
+    }
+
+    #[test]
+    fn pass_and_fail_become_one_and_zero() {
+        let console = "bench: experiment=thread-metric test=a metric=check value=pass unit=bool\n\
+                       bench: experiment=thread-metric test=b metric=check value=fail unit=bool\n";
+        let values: Vec<f64> = parse(console).iter().map(|m| m.value).collect();
+        assert_eq!(values, [1.0, 0.0]);
     }
 
     #[test]
