@@ -34,6 +34,8 @@ struct Bars {
     title: String,
     axis: String,
     items: Vec<Bar>,
+    /// Colours of bars at or above zero and below it.
+    colours: (RGBColor, RGBColor),
 }
 
 struct Bar {
@@ -176,7 +178,11 @@ fn bars_on<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, bars: &Bars) -> Re
         .map_err(failed)?;
     chart
         .draw_series(bars.items.iter().enumerate().map(|(i, bar)| {
-            let colour = if bar.value >= 0.0 { RED } else { GREEN };
+            let colour = if bar.value >= 0.0 {
+                bars.colours.0
+            } else {
+                bars.colours.1
+            };
             let mut rect = Rectangle::new(
                 [
                     (0.0, SegmentValue::Exact(slot(i))),
@@ -252,6 +258,7 @@ fn overhead_bars(results: &Results) -> Vec<(String, Bars)> {
                         title: format!("Overhead of {config} against native (Linux)"),
                         axis: "overhead (%), positive = loss".to_owned(),
                         items,
+                        colours: (RED, GREEN),
                     },
                 )
             })
@@ -314,6 +321,7 @@ fn ratio_bars(results: &Results) -> Vec<(String, Bars)> {
                         title: format!("Thread-Metric R_P of {config} (native = 100 %)"),
                         axis: "R_P (%)".to_owned(),
                         items,
+                        colours: (BLUE, BLUE),
                     },
                 )
             })
