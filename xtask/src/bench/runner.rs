@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 
 use super::console::{clean, BEGIN};
 use super::matrix::{freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
-use crate::process::{self, Captured, Ending};
+use crate::process::{self, Ending};
 use crate::qemu::{Cpu, Machine};
 use crate::{build, linux, paths, xen};
 
@@ -124,13 +124,19 @@ fn machine(image: &Path, cpus: u8) -> Command {
     .command()
 }
 
+/// A finished boot: how QEMU ended and everything it printed (stdout, then stderr).
+pub struct Console {
+    pub ending: Ending,
+    pub output: String,
+}
+
 /// Runs `cmd` with its console captured, calling `on_begin` with each experiment's name
 /// as its begin marker arrives; kills QEMU once `deadline` has passed.
 pub fn execute(
     cmd: &mut Command,
     deadline: Duration,
     mut on_begin: impl FnMut(&str),
-) -> Result<Captured> {
+) -> Result<Console> {
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -167,7 +173,7 @@ pub fn execute(
     if let Some(errors) = errors {
         output.push_str(&errors.join().unwrap_or_default());
     }
-    Ok(Captured { ending, output })
+    Ok(Console { ending, output })
 }
 
 /// Sends each line of `pipe` (with its newline) until it closes.
@@ -222,7 +228,7 @@ mod tests {
     fn a_run_past_its_deadline_is_killed() {
         let done = execute(
             Command::new("sh").args(["-c", "echo start; exec sleep 20"]),
-            Duration::from_millis(300),
+            Duration::from_millis(1500),
             |_| {},
         )
         .unwrap();
