@@ -6,7 +6,7 @@
 CONFIG ?= configs/default.toml
 CARGO ?= cargo
 
-.PHONY: run test debug clean setup
+.PHONY: run test debug clean setup bench bench-quick
 
 run: setup
 	$(CARGO) xtask run --config $(CONFIG) --icount
@@ -27,3 +27,9 @@ setup:
 
 clean:
 	$(CARGO) xtask clean
+
+bench: setup
+	$(CARGO) xtask bench
+
+bench-quick: setup
+	$(CARGO) xtask bench --quick

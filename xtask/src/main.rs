@@ -5,6 +5,7 @@
 //! This file only defines the command line and dispatches; each task lives in its module.
 //! Errors end the program with status 1 and one message, never a panic.
 
+mod bench;
 mod build;
 mod config;
 mod elf;
@@ -84,6 +85,15 @@ enum Task {
     },
     /// Run every check: rustfmt, clippy, unit tests, QEMU scenarios.
     Test,
+    /// Run the measurement suite and write results.json, report.md and plots.
+    Bench {
+        /// Short loops and sample counts (minutes) instead of the full durations.
+        #[arg(long)]
+        quick: bool,
+        /// Output folder (default bench/out/<date>-<commit>[-quick]/).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Remove Cargo's target directory and build/.
     Clean,
     /// Parse and validate a configuration and print its memory layout.
@@ -182,6 +192,9 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         Task::Debug { config, cpu } => return debug(&config.file(), cpu.cpu),
         Task::Test if !suite::run_all() => return Ok(ExitCode::FAILURE),
         Task::Test => {}
+        Task::Bench { quick, out } => {
+            bench::run(&bench::Options { quick, out })?;
+        }
         Task::Clean => clean()?,
         Task::CheckConfig { file } => check_config(&file)?,
     }

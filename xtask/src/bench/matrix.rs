@@ -1,0 +1,442 @@
+//! The measurement matrix as data (shared/BENCHMARKS.md): which configuration runs which
+//! guest and how it boots, which experiments a guest runs in each mode, and which figure
+//! of each experiment the summary tables compare. A configuration that cannot run yet is
+//! a row with the reason, so it becomes a measured row by changing its `Availability`.
+//! Nothing here starts QEMU or reads output.
+
+use super::parse::{Parser, SysbenchTest};
+
+/// `quick` (short loops, minutes) or `full` (BENCHMARKS.md durations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Quick,
+    Full,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Quick => "quick",
+            Mode::Full => "full",
+        }
+    }
+}
+
+/// The guest a row runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guest {
+    Linux,
+    FreeRtos,
+}
+
+impl Guest {
+    pub fn name(self) -> &'static str {
+        match self {
+            Guest::Linux => "linux",
+            Guest::FreeRtos => "freertos",
+        }
+    }
+}
+
+/// How a measured row boots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Boot {
+    /// Debian's kernel and the initramfs directly on QEMU.
+    NativeLinux,
+    /// The FreeRTOS image directly on QEMU (it drops from EL2 to EL1 itself).
+    NativeFreeRtos,
+    /// Partita with this configuration file (relative to the workspace root).
+    Partita(&'static str),
+    /// Partita with one FreeRTOS VM alone on CPU 0 (`FREERTOS_SOLO`).
+    PartitaFreeRtos,
+    /// Xen 4.17 with the Linux guest as dom0.
+    XenDom0,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Availability {
+    Measured(Boot),
+    /// Not measured yet, and why.
+    NotMeasured(&'static str),
+}
+
+/// One configuration x guest of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    /// The configuration id of BENCHMARKS.md: native, solo, shared, split, xen.
+    pub config: &'static str,
+    pub guest: Guest,
+    pub availability: Availability,
+}
+
+const NO_TWO_VMS_ON_ONE_CPU: &str =
+    "configs/default.toml runs FreeRTOS + Linux on one pCPU, but the bench does not yet drive \
+     the Linux loads (idle, hackbench loop, stress-ng loop) beside the FreeRTOS experiments \
+     nor end the run when FreeRTOS is done";
+const NO_SPLIT_CONFIG: &str =
+    "configs/split.toml runs FreeRTOS and Linux on their own pCPUs, but the bench does not \
+     yet drive the Linux loads beside the FreeRTOS experiments nor end the run when FreeRTOS \
+     is done";
+const NO_DOMU: &str = "FreeRTOS as a Xen dom0less domU is not set up yet";
+
+pub const ROWS: [Row; 10] = [
+    Row {
+        config: "native",
+        guest: Guest::Linux,
+        availability: Availability::Measured(Boot::NativeLinux),
+    },
+    Row {
+        config: "solo",
+        guest: Guest::Linux,
+        availability: Availability::Measured(Boot::Partita("configs/linux.toml")),
+    },
+    Row {
+        config: "xen",
+        guest: Guest::Linux,
+        availability: Availability::Measured(Boot::XenDom0),
+    },
+    Row {
+        config: "native",
+        guest: Guest::FreeRtos,
+        availability: Availability::Measured(Boot::NativeFreeRtos),
+    },
+    Row {
+        config: "solo",
+        guest: Guest::FreeRtos,
+        availability: Availability::Measured(Boot::PartitaFreeRtos),
+    },
+    Row {
+        config: "xen",
+        guest: Guest::FreeRtos,
+        availability: Availability::NotMeasured(NO_DOMU),
+    },
+    Row {
+        config: "shared",
+        guest: Guest::FreeRtos,
+        availability: Availability::NotMeasured(NO_TWO_VMS_ON_ONE_CPU),
+    },
+    Row {
+        config: "shared",
+        guest: Guest::Linux,
+        availability: Availability::NotMeasured(NO_TWO_VMS_ON_ONE_CPU),
+    },
+    Row {
+        config: "split",
+        guest: Guest::FreeRtos,
+        availability: Availability::NotMeasured(NO_SPLIT_CONFIG),
+    },
+    Row {
+        config: "split",
+        guest: Guest::Linux,
+        availability: Availability::NotMeasured(NO_SPLIT_CONFIG),
+    },
+];
+
+/// Experiments of BENCHMARKS.md this suite does not run yet in any configuration:
+/// (guest, what, why).
+pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
+    (
+        "linux",
+        "cyclictest under hackbench load",
+        "only the idle cyclictest runs so far; the loaded variant needs the load's processes \
+         stopped before the next experiment of the same boot",
+    ),
+    (
+        "partita",
+        "hypervisor-internal figures (traps by cause, injected interrupts, vCPU switches, \
+         EL2 time, hot-path lengths)",
+        "Partita does not expose its counters yet",
+    ),
+];
+
+/// The configuration ids in table order.
+pub const CONFIGS: [&str; 5] = ["native", "solo", "shared", "split", "xen"];
+
+/// One Linux experiment: the command it runs in each mode (None: skipped in that mode).
+#[derive(Debug, Clone, Copy)]
+pub struct LinuxExperiment {
+    pub name: &'static str,
+    pub quick: Option<&'static str>,
+    pub full: &'static str,
+    pub parser: Parser,
+}
+
+impl LinuxExperiment {
+    pub fn command(&self, mode: Mode) -> Option<&'static str> {
+        match mode {
+            Mode::Quick => self.quick,
+            Mode::Full => Some(self.full),
+        }
+    }
+}
+
+/// Experiments 5, 6, 7 and 8 of BENCHMARKS.md, in the order the job runs them (the idle
+/// cyclictest first, on a quiet system).
+pub const LINUX_EXPERIMENTS: [LinuxExperiment; 9] = [
+    LinuxExperiment {
+        name: "cyclictest-idle",
+        quick: Some("cyclictest -m -q -p 80 -i 1000 -l 2000 -h 400"),
+        full: "cyclictest -m -q -p 80 -i 1000 -l 20000 -h 400",
+        parser: Parser::Cyclictest,
+    },
+    LinuxExperiment {
+        name: "sysbench-cpu",
+        quick: Some("sysbench cpu --cpu-max-prime=2000 --time=0 --events=2000 run"),
+        full: "sysbench cpu --cpu-max-prime=2000 --time=0 --events=2000 run",
+        parser: Parser::Sysbench(SysbenchTest::Cpu),
+    },
+    LinuxExperiment {
+        name: "sysbench-memory",
+        quick: Some("sysbench memory --memory-total-size=256M run"),
+        full: "sysbench memory --memory-total-size=256M run",
+        parser: Parser::Sysbench(SysbenchTest::Memory),
+    },
+    LinuxExperiment {
+        name: "sysbench-threads",
+        quick: Some("sysbench threads --time=0 --events=2000 run"),
+        full: "sysbench threads --time=0 --events=2000 run",
+        parser: Parser::Sysbench(SysbenchTest::Threads),
+    },
+    LinuxExperiment {
+        name: "sysbench-mutex",
+        quick: Some("sysbench mutex run"),
+        full: "sysbench mutex run",
+        parser: Parser::Sysbench(SysbenchTest::Mutex),
+    },
+    LinuxExperiment {
+        name: "hackbench",
+        quick: Some("hackbench -g 4 -l 200"),
+        full: "hackbench -g 4 -l 200",
+        parser: Parser::Hackbench,
+    },
+    LinuxExperiment {
+        name: "stress-ng",
+        quick: Some("stress-ng --cpu 1 --cpu-ops 200 --metrics-brief"),
+        full: "stress-ng --cpu 1 --cpu-ops 2000 --metrics-brief",
+        parser: Parser::StressNg,
+    },
+    LinuxExperiment {
+        name: "auto-small",
+        quick: Some("/opt/automotive/run-all small"),
+        full: "/opt/automotive/run-all small",
+        parser: Parser::Automotive,
+    },
+    LinuxExperiment {
+        name: "auto-large",
+        quick: None,
+        full: "/opt/automotive/run-all large",
+        parser: Parser::Automotive,
+    },
+];
+
+/// The Linux experiments of `mode`, with their commands.
+pub fn linux_experiments(mode: Mode) -> Vec<(&'static LinuxExperiment, &'static str)> {
+    LINUX_EXPERIMENTS
+        .iter()
+        .filter_map(|e| e.command(mode).map(|command| (e, command)))
+        .collect()
+}
+
+/// Longest job one boot carries: Xen keeps at most 1023 bytes of dom0's command line,
+/// which holds the job hex encoded (2 bytes per character) after the console arguments.
+pub const MAX_JOB: usize = 450;
+
+/// The shell function every job starts with: it runs one experiment between the markers
+/// `console::BEGIN` / `console::END` (the end marker carries the exit status).
+const JOB_PRELUDE: &str =
+    "b(){ n=$1;shift;echo \"partita-bench: begin $n\";\"$@\";echo \"partita-bench: end $n $?\";}";
+
+/// The shell jobs that run `experiments` in order, as few as fit `MAX_JOB` each (one boot
+/// per job; every configuration gets the same jobs, so the guest's state before each
+/// experiment is the same everywhere).
+pub fn linux_jobs(experiments: &[(&LinuxExperiment, &str)]) -> Vec<String> {
+    let mut jobs: Vec<String> = Vec::new();
+    let mut job = String::from(JOB_PRELUDE);
+    for (experiment, command) in experiments {
+        let step = format!(";b {} {command}", experiment.name);
+        if job.len() + step.len() > MAX_JOB && job.len() > JOB_PRELUDE.len() {
+            jobs.push(std::mem::replace(&mut job, String::from(JOB_PRELUDE)));
+        }
+        job.push_str(&step);
+    }
+    if job.len() > JOB_PRELUDE.len() {
+        jobs.push(job);
+    }
+    jobs
+}
+
+/// The FreeRTOS guest's boot arguments: its benchmark suite (guests/freertos/BENCHMARKS.md)
+/// in the mode; the full mode's Thread-Metric periods are 10 s instead of 30 s so the full
+/// benchmark stays under 90 minutes on 2 cores (scores are per period; R_P is a ratio).
+pub fn freertos_bootargs(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Quick => "bench=all bench.mode=quick",
+        Mode::Full => "bench=all bench.mode=full bench.period_ms=10000",
+    }
+}
+
+/// The Partita system of the solo FreeRTOS row: the guest's documented VM (its README),
+/// alone on CPU 0; `{image}` and `{bootargs}` are filled in by the runner.
+pub const FREERTOS_SOLO: &str = r#"[board]
+platform = "qemu-virt"
+cpus = 1
+
+[[vm]]
+name = "freertos"
+kind = "rtos"
+cpus = [0]
+memory = [{ base = 0x4000_0000, size = "4M" }]
+image = { path = "{image}", load = 0x4020_0000 }
+bootargs = "{bootargs}"
+
+[[vm.device]]
+type = "pl011"
+base = 0x0900_0000
+irq = 33
+"#;
+
+/// Whether a smaller figure is better (a time) or a larger one (a rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sense {
+    TimeLike,
+    ThroughputLike,
+}
+
+/// A figure the summary and overhead tables compare across configurations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Headline {
+    /// The experiment name, or its prefix when it ends with `*` (e.g. `auto-*`).
+    pub experiment: &'static str,
+    pub metric: &'static str,
+    pub sense: Sense,
+}
+
+const fn time(experiment: &'static str, metric: &'static str) -> Headline {
+    Headline {
+        experiment,
+        metric,
+        sense: Sense::TimeLike,
+    }
+}
+
+/// The Linux figures of the overhead table (seL4 VMM paper).
+pub const LINUX_HEADLINES: [Headline; 10] = [
+    time("cyclictest-idle", "avg"),
+    time("cyclictest-idle", "max"),
+    time("sysbench-cpu", "total_time"),
+    time("sysbench-memory", "total_time"),
+    time("sysbench-threads", "total_time"),
+    time("sysbench-mutex", "total_time"),
+    time("hackbench", "time"),
+    Headline {
+        experiment: "stress-ng",
+        metric: "bogo_ops_per_s",
+        sense: Sense::ThroughputLike,
+    },
+    time("auto-*-small", "time"),
+    time("auto-*-large", "time"),
+];
+
+/// The FreeRTOS figures of the native-vs-virtualized summary (Kim & Choi's Table 1).
+pub const RTOS_HEADLINES: [Headline; 9] = [
+    time("rhealstone/*", "time"),
+    time("dispatch", "mean"),
+    time("dispatch", "p99"),
+    time("dispatch", "max"),
+    time("irq-latency", "mean"),
+    time("irq-latency", "p99"),
+    time("irq-latency", "max"),
+    time("rt-latency", "mean"),
+    time("rt-latency", "max"),
+];
+
+impl Headline {
+    /// Whether `experiment` is this headline's experiment (or matches its pattern).
+    pub fn matches(&self, experiment: &str) -> bool {
+        match self.experiment.split_once('*') {
+            Some((prefix, suffix)) => {
+                experiment.len() >= prefix.len() + suffix.len()
+                    && experiment.starts_with(prefix)
+                    && experiment.ends_with(suffix)
+            }
+            None => experiment == self.experiment,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_configuration_of_the_matrix_has_a_row_per_guest() {
+        for config in CONFIGS {
+            for guest in [Guest::Linux, Guest::FreeRtos] {
+                let rows = ROWS
+                    .iter()
+                    .filter(|r| r.config == config && r.guest == guest)
+                    .count();
+                assert_eq!(rows, 1, "{config} {}", guest.name());
+            }
+        }
+    }
+
+    #[test]
+    fn every_job_fits_on_dom0s_command_line_and_all_experiments_run() {
+        for mode in [Mode::Quick, Mode::Full] {
+            let experiments = linux_experiments(mode);
+            let jobs = linux_jobs(&experiments);
+            assert!(jobs.len() >= 2);
+            for job in &jobs {
+                assert!(job.len() <= MAX_JOB, "{job}");
+                let line = crate::xen::dom0_bootargs(Some(job)).unwrap();
+                assert!(line.len() <= 1023, "{} bytes", line.len());
+            }
+            let all = jobs.concat();
+            for (experiment, _) in experiments {
+                assert_eq!(all.matches(&format!(";b {} ", experiment.name)).count(), 1);
+            }
+        }
+    }
+
+    #[test]
+    fn quick_mode_skips_the_large_inputs() {
+        let quick: Vec<&str> = linux_experiments(Mode::Quick)
+            .iter()
+            .map(|(e, _)| e.name)
+            .collect();
+        assert!(!quick.contains(&"auto-large"));
+        assert_eq!(linux_experiments(Mode::Full).len(), LINUX_EXPERIMENTS.len());
+        assert!(linux_jobs(&linux_experiments(Mode::Quick))[0]
+            .contains(";b cyclictest-idle cyclictest -m -q -p 80 -i 1000 -l 2000 -h 400;"));
+    }
+
+    #[test]
+    fn the_solo_freertos_system_is_a_valid_configuration() {
+        let dir = std::env::temp_dir().join(format!("partita-bench-solo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let image = dir.join("freertos.bin");
+        std::fs::write(&image, [0u8; 4096]).unwrap();
+        let file = dir.join("freertos-solo.toml");
+        let text = FREERTOS_SOLO
+            .replace("{image}", &image.to_string_lossy())
+            .replace("{bootargs}", freertos_bootargs(Mode::Full));
+        std::fs::write(&file, text).unwrap();
+        let system = crate::config::load(&file).unwrap();
+        assert_eq!(system.config.vms.len(), 1);
+        assert_eq!(
+            system.config.vms[0].bootargs,
+            "bench=all bench.mode=full bench.period_ms=10000"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn patterns_match_prefix_and_suffix() {
+        let auto = time("auto-*-small", "time");
+        assert!(auto.matches("auto-qsort-small"));
+        assert!(!auto.matches("auto-qsort-large"));
+        assert!(time("hackbench", "time").matches("hackbench"));
+        assert!(!time("hackbench", "time").matches("hackbench2"));
+    }
+}

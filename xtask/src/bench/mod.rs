@@ -1,0 +1,461 @@
+//! `cargo xtask bench [--quick] [--out DIR]`: the measurement suite of shared/BENCHMARKS.md.
+//! It boots every measured row of the matrix (`matrix::ROWS`) under deterministic QEMU
+//! time, one boot per row carrying all of its experiments, parses the consoles into
+//! records, and writes `results.json`, `report.md` and the plots (SVG and PNG) into the
+//! output folder. It never edits sources or configurations; everything it writes goes to
+//! the output folder and `build/bench/`.
+
+mod console;
+mod formula;
+mod matrix;
+mod parse;
+mod plot;
+mod provenance;
+mod record;
+mod report;
+mod runner;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::process::{step, Ending};
+use crate::{build, linux, paths, xen};
+use matrix::{Availability, Boot, Guest, Mode, Row, ROWS};
+use provenance::RunCommand;
+use record::{NotMeasured, Record, Results};
+use runner::Progress;
+
+/// What `cargo xtask bench` was asked for.
+pub struct Options {
+    pub quick: bool,
+    pub out: Option<PathBuf>,
+}
+
+/// Wall-clock limit of one boot before QEMU is killed.
+fn deadline(mode: Mode, guest: Guest) -> Duration {
+    Duration::from_secs(match (mode, guest) {
+        (Mode::Quick, Guest::Linux) => 1_200,
+        (Mode::Quick, Guest::FreeRtos) => 600,
+        (Mode::Full, _) => 3_600,
+    })
+}
+
+/// Runs the benchmark and returns the output folder.
+pub fn run(options: &Options) -> Result<PathBuf> {
+    let mode = if options.quick {
+        Mode::Quick
+    } else {
+        Mode::Full
+    };
+    let cache = paths::cache_dir();
+    let measured: Vec<(&Row, Boot)> = ROWS
+        .iter()
+        .filter_map(|row| match row.availability {
+            Availability::Measured(boot) => Some((row, boot)),
+            Availability::NotMeasured(_) => None,
+        })
+        .collect();
+    prepare(&measured, &cache)?;
+    let config_files: Vec<&str> = measured
+        .iter()
+        .filter_map(|(_, boot)| match boot {
+            Boot::Partita(file) => Some(*file),
+            _ => None,
+        })
+        .collect();
+    let mut provenance = provenance::collect(mode.name(), &config_files, &cache);
+    let out = options
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(mode, &provenance.date, &provenance.commit));
+    fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let experiments = matrix::linux_experiments(mode);
+    let total = measured
+        .iter()
+        .map(|(row, _)| match row.guest {
+            Guest::Linux => experiments.len(),
+            Guest::FreeRtos => 1,
+        })
+        .sum();
+    let jobs = matrix::linux_jobs(&experiments);
+    let mut progress = Progress::new(total);
+    let mut records = Vec::new();
+    let mut not_measured = Vec::new();
+    for (row, boot) in &measured {
+        let boots: Vec<&str> = match row.guest {
+            Guest::Linux => jobs.iter().map(String::as_str).collect(),
+            Guest::FreeRtos => vec![""],
+        };
+        let mut console = String::new();
+        let mut worst = None;
+        for (index, job) in boots.iter().enumerate() {
+            let mut cmd = runner::command(*boot, job, mode, &cache)?;
+            provenance.runs.push(RunCommand {
+                config: row.config.to_owned(),
+                guest: row.guest.name().to_owned(),
+                command: crate::process::describe(&cmd),
+            });
+            if row.guest == Guest::FreeRtos {
+                progress.next(row.config, row.guest.name(), "rtos-suite");
+            }
+            let captured = runner::execute(&mut cmd, deadline(mode, row.guest), |name| {
+                progress.next(row.config, row.guest.name(), name);
+            })?;
+            let log = out.join(format!(
+                "console-{}-{}-{}.txt",
+                row.config,
+                row.guest.name(),
+                index + 1
+            ));
+            fs::write(&log, &captured.output)
+                .with_context(|| format!("writing {}", log.display()))?;
+            console.push_str(&captured.output);
+            worst = worst.or_else(|| describe_ending(&captured.ending));
+        }
+        let (found, lost) = records_of(row, mode, &console, worst.as_deref());
+        records.extend(found);
+        not_measured.extend(lost);
+    }
+    not_measured.extend(unmeasured_rows());
+    let results = Results {
+        provenance,
+        records,
+        not_measured,
+    };
+    write_outputs(&out, &results)?;
+    step(format!(
+        "benchmark ({} mode) done in {}: {} records in {}",
+        mode.name(),
+        runner::minutes_seconds(progress.elapsed()),
+        results.records.len(),
+        paths::shown(&out).display()
+    ));
+    Ok(out)
+}
+
+/// Downloads and builds what the measured rows boot.
+fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
+    let boots: Vec<Boot> = measured.iter().map(|(_, boot)| *boot).collect();
+    if boots.iter().any(|b| {
+        matches!(
+            b,
+            Boot::Partita(_) | Boot::PartitaFreeRtos | Boot::NativeFreeRtos
+        )
+    }) {
+        build::binaries()?;
+    }
+    if measured.iter().any(|(row, _)| row.guest == Guest::Linux) {
+        linux::prepare(cache)?;
+    }
+    if boots.contains(&Boot::XenDom0) {
+        xen::prepare(cache)?;
+    }
+    Ok(())
+}
+
+/// `bench/out/<YYYY-MM-DD>-<short commit>/` (`-quick` appended in quick mode).
+fn default_out(mode: Mode, date: &str, commit: &str) -> PathBuf {
+    let day = date.get(..10).unwrap_or(date);
+    let commit = if commit.is_empty() { "nogit" } else { commit };
+    let suffix = match mode {
+        Mode::Quick => "-quick",
+        Mode::Full => "",
+    };
+    paths::root()
+        .join("bench")
+        .join("out")
+        .join(format!("{day}-{commit}{suffix}"))
+}
+
+/// Why a run's figures may be missing, or None when QEMU exited 0.
+fn describe_ending(ending: &Ending) -> Option<String> {
+    match ending {
+        Ending::Exited(0) => None,
+        Ending::Exited(code) => Some(format!("QEMU exited with status {code}")),
+        Ending::TimedOut => Some("QEMU was killed at the run's deadline".to_owned()),
+    }
+}
+
+/// The records a row's console holds, and what it should have held but does not.
+fn records_of(
+    row: &Row,
+    mode: Mode,
+    console: &str,
+    ending: Option<&str>,
+) -> (Vec<Record>, Vec<NotMeasured>) {
+    let lost = |what: &str, reason: String| NotMeasured {
+        config: row.config.to_owned(),
+        guest: row.guest.name().to_owned(),
+        what: what.to_owned(),
+        reason,
+    };
+    let mut records = Vec::new();
+    let mut missing = Vec::new();
+    match row.guest {
+        Guest::FreeRtos => {
+            let found = parse::parse_rtos(console);
+            if found.is_empty() {
+                let why = ending.unwrap_or("the guest printed no result lines");
+                missing.push(lost("every experiment", why.to_owned()));
+            }
+            records.extend(found.into_iter().map(|m| m.label(row.config)));
+        }
+        Guest::Linux => {
+            let sections = console::sections(console);
+            for (experiment, _) in matrix::linux_experiments(mode) {
+                let section = sections.iter().find(|s| s.name == experiment.name);
+                let parsed = match section {
+                    None => Err(ending.unwrap_or("its output is missing").to_owned()),
+                    Some(s) if s.status != Some(0) => Err(match s.status {
+                        Some(code) => format!("the command exited with status {code}"),
+                        None => ending.unwrap_or("the run ended inside it").to_owned(),
+                    }),
+                    Some(s) => parse::parse(experiment.parser, experiment.name, &s.lines)
+                        .map_err(|e| format!("unreadable output: {e:#}")),
+                };
+                match parsed {
+                    Ok(found) => records.extend(found.into_iter().map(|m| m.label(row.config))),
+                    Err(reason) => missing.push(lost(experiment.name, reason)),
+                }
+            }
+        }
+    }
+    (records, missing)
+}
+
+/// The matrix rows that cannot run yet, and the experiments no row runs yet.
+fn unmeasured_rows() -> Vec<NotMeasured> {
+    let experiments = matrix::EXPERIMENTS_NOT_RUN
+        .iter()
+        .map(|(guest, what, reason)| NotMeasured {
+            config: "every configuration".to_owned(),
+            guest: (*guest).to_owned(),
+            what: (*what).to_owned(),
+            reason: (*reason).to_owned(),
+        });
+    ROWS.iter()
+        .filter_map(|row| match row.availability {
+            Availability::NotMeasured(reason) => Some(NotMeasured {
+                config: row.config.to_owned(),
+                guest: row.guest.name().to_owned(),
+                what: "every experiment".to_owned(),
+                reason: reason.to_owned(),
+            }),
+            Availability::Measured(_) => None,
+        })
+        .chain(experiments)
+        .collect()
+}
+
+/// `results.json`, the plots and `report.md` in `dir`.
+fn write_outputs(dir: &Path, results: &Results) -> Result<()> {
+    let json = serde_json::to_string_pretty(results).context("encoding results.json")?;
+    fs::write(dir.join("results.json"), json + "\n").context("writing results.json")?;
+    let plots = plot::render_all(dir, results)?;
+    fs::write(dir.join("report.md"), report::render(results, &plots)).context("writing report.md")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse::fixtures::{FREERTOS, NATIVE, RTOS_NATIVE, RTOS_SOLO, SOLO, XEN};
+    use super::*;
+
+    fn row(config: &str, guest: Guest) -> &'static Row {
+        ROWS.iter()
+            .find(|r| r.config == config && r.guest == guest)
+            .unwrap()
+    }
+
+    fn fixture_results() -> Results {
+        let mut records = Vec::new();
+        let mut not_measured = unmeasured_rows();
+        for (config, guest, console) in [
+            ("native", Guest::Linux, NATIVE),
+            ("solo", Guest::Linux, SOLO),
+            ("xen", Guest::Linux, XEN),
+            ("native", Guest::FreeRtos, RTOS_NATIVE),
+            ("solo", Guest::FreeRtos, RTOS_SOLO),
+        ] {
+            let (found, lost) = records_of(row(config, guest), Mode::Quick, console, None);
+            records.extend(found);
+            not_measured.extend(lost);
+        }
+        // The demo's `rt:` line (a guest without the suite), read as another configuration.
+        let (found, _) = records_of(row("native", Guest::FreeRtos), Mode::Quick, FREERTOS, None);
+        records.extend(found.into_iter().map(|mut r| {
+            r.config = "xen".to_owned();
+            r
+        }));
+        Results {
+            provenance: provenance::collect("quick", &["configs/linux.toml"], &paths::cache_dir()),
+            records,
+            not_measured,
+        }
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("partita-bench-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn every_quick_linux_experiment_gives_its_records_in_every_configuration() {
+        let results = fixture_results();
+        let expected: [(&str, &[(&str, &str)]); 8] = [
+            (
+                "cyclictest-idle",
+                &[
+                    ("samples", "count"),
+                    ("min", "us"),
+                    ("avg", "us"),
+                    ("max", "us"),
+                    ("overflows", "count"),
+                ],
+            ),
+            (
+                "sysbench-cpu",
+                &[
+                    ("total_time", "s"),
+                    ("events", "count"),
+                    ("events_per_s", "events/s"),
+                ],
+            ),
+            (
+                "sysbench-memory",
+                &[
+                    ("total_time", "s"),
+                    ("events", "count"),
+                    ("throughput", "MiB/s"),
+                ],
+            ),
+            (
+                "sysbench-threads",
+                &[("total_time", "s"), ("events", "count")],
+            ),
+            (
+                "sysbench-mutex",
+                &[("total_time", "s"), ("events", "count")],
+            ),
+            ("hackbench", &[("time", "s")]),
+            (
+                "stress-ng",
+                &[
+                    ("bogo_ops", "count"),
+                    ("real_time", "s"),
+                    ("bogo_ops_per_s", "ops/s"),
+                ],
+            ),
+            ("auto-qsort-small", &[("time", "ns")]),
+        ];
+        for config in ["native", "solo", "xen"] {
+            for (experiment, metrics) in expected {
+                for (metric, unit) in metrics {
+                    let record = results
+                        .value(config, experiment, metric)
+                        .unwrap_or_else(|| panic!("{config} {experiment} {metric}"));
+                    assert_eq!(record.unit, *unit, "{config} {experiment} {metric}");
+                }
+            }
+        }
+        let lost: Vec<&NotMeasured> = results
+            .not_measured
+            .iter()
+            .filter(|n| n.config != "every configuration" && n.what != "every experiment")
+            .collect();
+        assert!(lost.is_empty(), "{lost:?}");
+        assert_eq!(
+            results.value("xen", "rt-latency", "max").unwrap().unit,
+            "ns"
+        );
+        for config in ["native", "solo"] {
+            for (experiment, metric, unit) in [
+                ("thread-metric/basic", "score", "count"),
+                ("thread-metric/cooperative", "check", "bool"),
+                ("rhealstone/deadlock-break", "time", "ns"),
+                ("dispatch", "p99.9", "ns"),
+                ("irq-latency", "max", "ns"),
+            ] {
+                let record = results.value(config, experiment, metric).unwrap();
+                assert_eq!(record.unit, unit, "{config} {experiment} {metric}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_pipeline_writes_results_report_and_plots() {
+        let dir = temp_dir("pipeline");
+        let results = fixture_results();
+        write_outputs(&dir, &results).unwrap();
+        let json = fs::read_to_string(dir.join("results.json")).unwrap();
+        let decoded: Results = serde_json::from_str(&json).unwrap();
+        assert_eq!(decoded.records, results.records);
+        let report = fs::read_to_string(dir.join("report.md")).unwrap();
+        for heading in [
+            "## Native vs virtualized",
+            "## Overhead of the Linux experiments",
+            "## Thread-Metric",
+            "## Not measured",
+            "**shared freertos**",
+            "| hackbench | time | s |",
+            "| basic | 121955 | 121691 | 99.8 % |",
+            "| rhealstone/task-switch time | ns | 160 | 160 | — |",
+            "Every Thread-Metric check passed.",
+        ] {
+            assert!(
+                report.contains(heading),
+                "report lacks {heading}:\n{report}"
+            );
+        }
+        for stem in [
+            "hist-cyclictest-idle-native",
+            "hist-cyclictest-idle-solo",
+            "hist-cyclictest-idle-xen",
+            "hist-dispatch-native",
+            "hist-dispatch-solo",
+            "hist-irq-latency-solo",
+            "overhead-solo",
+            "overhead-xen",
+            "rp-solo",
+        ] {
+            assert!(dir.join(format!("{stem}.svg")).is_file(), "{stem}.svg");
+            assert_eq!(
+                plot::png_size(&dir.join(format!("{stem}.png"))).unwrap(),
+                (900, 540)
+            );
+            assert!(
+                report.contains(&format!("({stem}.svg)")),
+                "report links {stem}"
+            );
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_or_missing_experiment_is_reported_not_guessed() {
+        let console =
+            "partita-bench: begin cyclictest-idle\nboom\npartita-bench: end cyclictest-idle 1\n";
+        let (records, lost) = records_of(
+            row("native", Guest::Linux),
+            Mode::Quick,
+            console,
+            Some("QEMU was killed at the run's deadline"),
+        );
+        assert!(records.is_empty());
+        assert_eq!(lost.len(), matrix::linux_experiments(Mode::Quick).len());
+        assert_eq!(lost[0].reason, "the command exited with status 1");
+        assert_eq!(lost[1].reason, "QEMU was killed at the run's deadline");
+    }
+
+    #[test]
+    fn output_folders_are_named_by_day_and_commit() {
+        let dir = default_out(Mode::Full, "2026-11-21T23:00:00Z", "fd7ceec");
+        assert!(dir.ends_with("bench/out/2026-11-21-fd7ceec"));
+        let quick = default_out(Mode::Quick, "2026-11-21T23:00:00Z", "fd7ceec");
+        assert!(quick.ends_with("bench/out/2026-11-21-fd7ceec-quick"));
+    }
+}

@@ -1,0 +1,80 @@
+//! Parsers of what the benchmark programs print, one module per program, each turning
+//! the lines of one experiment into `Measure`s with units. They take text only (captured
+//! consoles, test fixtures) and never run anything; a missing figure is an error naming
+//! what was expected, never a guessed value.
+
+mod automotive;
+mod cyclictest;
+mod hackbench;
+mod rtos;
+mod stress_ng;
+mod sysbench;
+
+pub use rtos::parse as parse_rtos;
+pub use sysbench::Test as SysbenchTest;
+
+use anyhow::{anyhow, Result};
+
+use super::record::Measure;
+
+/// Which parser reads an experiment's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parser {
+    Cyclictest,
+    Sysbench(SysbenchTest),
+    Hackbench,
+    StressNg,
+    Automotive,
+}
+
+/// The figures `experiment` printed in `lines`.
+pub fn parse(parser: Parser, experiment: &str, lines: &[String]) -> Result<Vec<Measure>> {
+    match parser {
+        Parser::Cyclictest => cyclictest::parse(experiment, lines),
+        Parser::Sysbench(test) => sysbench::parse(test, experiment, lines),
+        Parser::Hackbench => hackbench::parse(experiment, lines),
+        Parser::StressNg => stress_ng::parse(experiment, lines),
+        Parser::Automotive => automotive::parse(lines),
+    }
+}
+
+/// The `key=value` words of `text`, in order.
+fn key_values(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.split_whitespace()
+        .filter_map(|word| word.split_once('='))
+}
+
+/// The text after `label` on the first line that holds it, trimmed.
+fn after<'a>(lines: &'a [String], label: &str) -> Result<&'a str> {
+    lines
+        .iter()
+        .find_map(|line| line.split_once(label).map(|(_, rest)| rest.trim()))
+        .ok_or_else(|| anyhow!("no `{label}` line"))
+}
+
+/// A decimal number, with an optional unit suffix such as `s` removed.
+fn number(text: &str, suffix: &str) -> Result<f64> {
+    let digits = text.trim().trim_end_matches(suffix);
+    digits
+        .parse::<f64>()
+        .map_err(|_| anyhow!("`{text}` is not a number"))
+}
+
+#[cfg(test)]
+pub(super) mod fixtures {
+    /// A captured console's lines between the markers of `name` (markers excluded).
+    pub fn section(console: &str, name: &str) -> Vec<String> {
+        crate::bench::console::sections(console)
+            .into_iter()
+            .find(|section| section.name == name)
+            .map(|section| section.lines)
+            .unwrap_or_default()
+    }
+
+    pub const NATIVE: &str = include_str!("../fixtures/native-linux.txt");
+    pub const SOLO: &str = include_str!("../fixtures/solo-linux.txt");
+    pub const XEN: &str = include_str!("../fixtures/xen-linux.txt");
+    pub const FREERTOS: &str = include_str!("../fixtures/native-freertos.txt");
+    pub const RTOS_NATIVE: &str = include_str!("../fixtures/native-freertos-bench.txt");
+    pub const RTOS_SOLO: &str = include_str!("../fixtures/solo-freertos-bench.txt");
+}

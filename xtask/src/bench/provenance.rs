@@ -1,0 +1,156 @@
+//! Where a set of results came from: QEMU's version and flags, the project commit and
+//! whether the tree was dirty, the date, the configuration files, the kernel, package and
+//! Xen versions, and every QEMU command line. It reads files and asks git and QEMU; it
+//! never changes anything.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::paths::root;
+
+/// A file the results depend on, with its contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileContents {
+    pub path: String,
+    pub contents: String,
+}
+
+/// One QEMU run of the benchmark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCommand {
+    pub config: String,
+    pub guest: String,
+    pub command: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub mode: String,
+    pub date: String,
+    pub commit: String,
+    pub dirty: bool,
+    pub qemu_version: String,
+    /// The machine options every configuration shares.
+    pub qemu_flags: String,
+    pub config_files: Vec<FileContents>,
+    /// `cache/linux/versions.txt`: kernel, packages, cross toolchain.
+    pub linux_versions: Vec<String>,
+    /// `cache/xen/version.txt`.
+    pub xen_version: String,
+    pub runs: Vec<RunCommand>,
+}
+
+/// Options of every run: the board, CPU, memory and deterministic time.
+pub const QEMU_FLAGS: &str = "-M virt,virtualization=on,gic-version=3 -cpu cortex-a72 -m 4G \
+     -nographic -icount shift=0,align=off,sleep=off -seed 1 \
+     -rtc base=2020-01-01T00:00:00,clock=vm";
+
+/// Collects everything but the run commands (added as runs start).
+pub fn collect(mode: &str, config_files: &[&str], cache: &Path) -> Provenance {
+    let (commit, dirty) = commit();
+    Provenance {
+        mode: mode.to_owned(),
+        date: utc_date_time(SystemTime::now()),
+        commit,
+        dirty,
+        qemu_version: first_line(&command_output(
+            Command::new("qemu-system-aarch64").arg("--version"),
+        )),
+        qemu_flags: QEMU_FLAGS.to_owned(),
+        config_files: config_files
+            .iter()
+            .map(|path| FileContents {
+                path: (*path).to_owned(),
+                contents: fs::read_to_string(root().join(path)).unwrap_or_default(),
+            })
+            .collect(),
+        linux_versions: fs::read_to_string(cache.join("linux").join("versions.txt"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+        xen_version: fs::read_to_string(cache.join("xen").join("version.txt"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+        runs: Vec::new(),
+    }
+}
+
+/// The short commit id (empty outside git) and whether tracked files differ from it.
+pub fn commit() -> (String, bool) {
+    let id = command_output(
+        Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .current_dir(root()),
+    );
+    let status = command_output(
+        Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=no"])
+            .current_dir(root()),
+    );
+    (id.trim().to_owned(), !status.trim().is_empty())
+}
+
+fn command_output(cmd: &mut Command) -> String {
+    cmd.output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().trim().to_owned()
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of `time` (UTC).
+pub fn utc_date_time(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (year, month, day) = civil_date(secs / 86_400);
+    let rest = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// The Gregorian (year, month, day) of a count of days since 1970-01-01.
+fn civil_date(days: u64) -> (u64, u64, u64) {
+    // Eras of 400 years (146,097 days) starting on 0000-03-01.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dates_are_gregorian_utc() {
+        let at = |secs| utc_date_time(UNIX_EPOCH + Duration::from_secs(secs));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_795_301_501), "2026-11-21T22:51:41Z");
+    }
+}

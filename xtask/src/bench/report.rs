@@ -1,0 +1,303 @@
+//! `report.md`: the results in the seeds' table shapes — a native-vs-virtualized summary
+//! shaped like Kim & Choi's Table 1, the seL4 VMM paper's overhead table for the Linux
+//! experiments, Ker-ONE's Thread-Metric table with R_P when those scores exist — then what
+//! was not measured and why, the plots and the provenance. It only formats `Results`.
+
+use std::fmt::Write;
+
+use super::formula::{overhead, performance_ratio};
+use super::matrix::{Headline, CONFIGS, LINUX_HEADLINES, RTOS_HEADLINES};
+use super::record::{Record, Results};
+
+/// The whole report; `plots` are the plot files' stems (each has an .svg and a .png).
+pub fn render(results: &Results, plots: &[String]) -> String {
+    let mut out = String::new();
+    header(&mut out, results);
+    summary(&mut out, results);
+    overheads(&mut out, results);
+    thread_metric(&mut out, results);
+    not_measured(&mut out, results);
+    plot_list(&mut out, plots);
+    provenance(&mut out, results);
+    out
+}
+
+fn header(out: &mut String, results: &Results) {
+    let p = &results.provenance;
+    let dirty = if p.dirty { " (dirty tree)" } else { "" };
+    let _ = writeln!(out, "# Partita benchmark report ({} mode)\n", p.mode);
+    let _ = writeln!(
+        out,
+        "{}, commit `{}`{dirty}, {}. Every figure is virtual time under QEMU's \
+         `-icount shift=0` (1 instruction = 1 ns). Hypervisor-internal figures (traps by \
+         cause, EL2 time) are not part of this report yet.\n",
+        p.date, p.commit, p.qemu_version
+    );
+}
+
+/// The configurations with at least one record, in table order.
+fn measured_configs(results: &Results) -> Vec<&'static str> {
+    CONFIGS
+        .into_iter()
+        .filter(|c| results.records.iter().any(|r| r.config == *c))
+        .collect()
+}
+
+/// (experiment, metric, unit) of every record a headline selects, in record order.
+fn expand<'a>(results: &'a Results, headlines: &[Headline]) -> Vec<(Headline, &'a Record)> {
+    let mut rows: Vec<(Headline, &Record)> = Vec::new();
+    for headline in headlines {
+        for record in results
+            .records
+            .iter()
+            .filter(|r| headline.matches(&r.experiment) && r.metric == headline.metric)
+        {
+            if !rows.iter().any(|(_, seen)| {
+                seen.experiment == record.experiment && seen.metric == record.metric
+            }) {
+                rows.push((*headline, record));
+            }
+        }
+    }
+    rows
+}
+
+fn cell(results: &Results, config: &str, row: &Record) -> String {
+    results
+        .value(config, &row.experiment, &row.metric)
+        .map_or_else(|| "—".to_owned(), |r| number(r.value))
+}
+
+fn summary(out: &mut String, results: &Results) {
+    let configs = measured_configs(results);
+    let mut headlines = LINUX_HEADLINES.to_vec();
+    headlines.extend(RTOS_HEADLINES);
+    let rows = expand(results, &headlines);
+    let _ = writeln!(
+        out,
+        "## Native vs virtualized (shape of Kim & Choi, Table 1)\n"
+    );
+    if rows.is_empty() {
+        let _ = writeln!(out, "No figures.\n");
+        return;
+    }
+    let _ = writeln!(out, "| figure | unit | {} |", configs.join(" | "));
+    let _ = writeln!(out, "| --- | --- |{}", " ---: |".repeat(configs.len()));
+    for (_, row) in rows {
+        let cells: Vec<String> = configs.iter().map(|c| cell(results, c, row)).collect();
+        let _ = writeln!(
+            out,
+            "| {} {} | {} | {} |",
+            row.experiment,
+            row.metric,
+            row.unit,
+            cells.join(" | ")
+        );
+    }
+    out.push('\n');
+}
+
+fn overheads(out: &mut String, results: &Results) {
+    let virtualized: Vec<&str> = measured_configs(results)
+        .into_iter()
+        .filter(|c| *c != "native")
+        .collect();
+    let rows = expand(results, &LINUX_HEADLINES);
+    let _ = writeln!(
+        out,
+        "## Overhead of the Linux experiments (seL4 VMM paper, eq. 1)\n\n\
+         Overhead = (P_virt - P_native) / P_native * 100 %; for a rate (marked *) the same on \
+         the reciprocals, so a positive number is always a loss.\n"
+    );
+    if rows.is_empty() || virtualized.is_empty() {
+        let _ = writeln!(out, "No native and virtualized Linux figures to compare.\n");
+        return;
+    }
+    let mut head = String::from("| experiment | metric | unit | native |");
+    let mut rule = String::from("| --- | --- | --- | ---: |");
+    for config in &virtualized {
+        let _ = write!(head, " {config} | {config} overhead |");
+        rule.push_str(" ---: | ---: |");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for (headline, row) in rows {
+        let native = results.value("native", &row.experiment, &row.metric);
+        let mark = match headline.sense {
+            super::matrix::Sense::ThroughputLike => "*",
+            super::matrix::Sense::TimeLike => "",
+        };
+        let mut line = format!(
+            "| {} | {}{mark} | {} | {} |",
+            row.experiment,
+            row.metric,
+            row.unit,
+            cell(results, "native", row)
+        );
+        for config in &virtualized {
+            let virt = results.value(config, &row.experiment, &row.metric);
+            let pct = native
+                .zip(virt)
+                .and_then(|(n, v)| overhead(headline.sense, n.value, v.value))
+                .map_or_else(|| "—".to_owned(), percent);
+            let _ = write!(line, " {} | {pct} |", cell(results, config, row));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+}
+
+fn thread_metric(out: &mut String, results: &Results) {
+    let tests: Vec<&Record> = results
+        .records
+        .iter()
+        .filter(|r| r.experiment.starts_with("thread-metric/") && r.metric == "score")
+        .fold(Vec::new(), |mut seen, r| {
+            if !seen.iter().any(|s: &&Record| s.experiment == r.experiment) {
+                seen.push(r);
+            }
+            seen
+        });
+    if tests.is_empty() {
+        return;
+    }
+    let others: Vec<&str> = CONFIGS
+        .into_iter()
+        .filter(|c| *c != "native")
+        .filter(|c| {
+            tests
+                .iter()
+                .any(|t| results.value(c, &t.experiment, "score").is_some())
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "## Thread-Metric (shape of Ker-ONE, Table 3)\n\nScores are counts per reporting \
+         period; R_P = S_vm / S_native * 100 %.\n"
+    );
+    let mut head = String::from("| test | native |");
+    let mut rule = String::from("| --- | ---: |");
+    for config in &others {
+        let _ = write!(head, " {config} | R_P {config} |");
+        rule.push_str(" ---: | ---: |");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for test in tests {
+        let name = test.experiment.trim_start_matches("thread-metric/");
+        let native = results.value("native", &test.experiment, "score");
+        let mut line = format!("| {name} | {} |", cell(results, "native", test));
+        for config in &others {
+            let vm = results.value(config, &test.experiment, "score");
+            let ratio = native
+                .zip(vm)
+                .and_then(|(n, v)| performance_ratio(n.value, v.value))
+                .map_or_else(|| "—".to_owned(), |r| format!("{r:.1} %"));
+            let _ = write!(line, " {} | {ratio} |", cell(results, config, test));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+    let failed: Vec<String> = results
+        .records
+        .iter()
+        .filter(|r| r.experiment.starts_with("thread-metric/") && r.metric == "check")
+        .filter(|r| r.value == 0.0)
+        .map(|r| format!("{} {}", r.config, r.experiment))
+        .collect();
+    if failed.is_empty() {
+        let _ = writeln!(out, "Every Thread-Metric check passed.\n");
+    } else {
+        let _ = writeln!(out, "Failed Thread-Metric checks: {}.\n", failed.join(", "));
+    }
+}
+
+fn not_measured(out: &mut String, results: &Results) {
+    let _ = writeln!(out, "## Not measured\n");
+    if results.not_measured.is_empty() {
+        let _ = writeln!(out, "Every configuration of the matrix was measured.\n");
+        return;
+    }
+    for item in &results.not_measured {
+        let _ = writeln!(
+            out,
+            "- **{} {}** ({}): {}",
+            item.config, item.guest, item.what, item.reason
+        );
+    }
+    out.push('\n');
+}
+
+fn plot_list(out: &mut String, plots: &[String]) {
+    if plots.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Plots\n");
+    for stem in plots {
+        let _ = writeln!(out, "![{stem}]({stem}.svg) ([PNG]({stem}.png))\n");
+    }
+}
+
+fn provenance(out: &mut String, results: &Results) {
+    let p = &results.provenance;
+    let _ = writeln!(out, "## Provenance\n");
+    let _ = writeln!(
+        out,
+        "- QEMU: {}; machine: `{}`",
+        p.qemu_version, p.qemu_flags
+    );
+    let _ = writeln!(out, "- Xen: {}", or_dash(&p.xen_version));
+    let kernel = p
+        .linux_versions
+        .iter()
+        .find(|v| v.starts_with("linux-image-"))
+        .map_or("—", String::as_str);
+    let _ = writeln!(out, "- Linux kernel: {kernel}");
+    for file in &p.config_files {
+        let _ = writeln!(
+            out,
+            "- configuration `{}` (contents in results.json)",
+            file.path
+        );
+    }
+    let _ = writeln!(
+        out,
+        "- every QEMU command line and package version: `results.json`, `provenance`"
+    );
+}
+
+fn or_dash(text: &str) -> &str {
+    if text.is_empty() {
+        "—"
+    } else {
+        text
+    }
+}
+
+/// A figure as printed in tables: integers without decimals, others to 4 significant
+/// decimals at most.
+pub fn number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        let text = format!("{value:.4}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
+fn percent(value: f64) -> String {
+    format!("{value:+.2} %")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_short_and_stable() {
+        assert_eq!(number(2000.0), "2000");
+        assert_eq!(number(0.2076), "0.2076");
+        assert_eq!(number(36.68), "36.68");
+        assert_eq!(number(1.0 / 3.0), "0.3333");
+        assert_eq!(percent(1.234), "+1.23 %");
+        assert_eq!(percent(-0.5), "-0.50 %");
+    }
+}

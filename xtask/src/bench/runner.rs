@@ -1,0 +1,243 @@
+//! Boots one row of the matrix on QEMU and captures its console: the QEMU command of each
+//! `Boot` (the same library calls as `cargo xtask run`), a run with a deadline after which
+//! QEMU is killed, and progress lines (`[3/24] solo linux sysbench-cpu (elapsed 4m12s)`)
+//! printed as the job's experiments begin. It never parses results.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::console::{clean, BEGIN};
+use super::matrix::{freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
+use crate::process::{self, Ending};
+use crate::qemu::{Cpu, Machine};
+use crate::{build, linux, paths, xen};
+
+/// Progress over every experiment of the benchmark.
+pub struct Progress {
+    start: Instant,
+    done: usize,
+    total: usize,
+}
+
+impl Progress {
+    pub fn new(total: usize) -> Self {
+        Progress {
+            start: Instant::now(),
+            done: 0,
+            total,
+        }
+    }
+
+    /// Prints the line of the next experiment.
+    pub fn next(&mut self, config: &str, guest: &str, experiment: &str) {
+        self.done += 1;
+        println!(
+            "[{}/{}] {config} {guest} {experiment} (elapsed {})",
+            self.done,
+            self.total,
+            minutes_seconds(self.start.elapsed())
+        );
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+/// `4m12s`.
+pub fn minutes_seconds(elapsed: Duration) -> String {
+    let secs = elapsed.as_secs();
+    format!("{}m{:02}s", secs / 60, secs % 60)
+}
+
+/// The QEMU command that boots `boot`; Linux rows run `job`, the FreeRTOS row gets the
+/// boot arguments of `mode`.
+pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Command> {
+    match boot {
+        Boot::NativeLinux => {
+            let guest = linux::prepare(cache)?;
+            let bootargs = linux::bootargs(Some(job), &[])?;
+            let options = linux::NativeOptions {
+                icount: true,
+                no_reboot: true,
+            };
+            Ok(linux::native_command(&guest, &bootargs, &options))
+        }
+        Boot::NativeFreeRtos => {
+            let image = paths::guest_image("freertos");
+            let mut cmd = machine(&image, 1);
+            cmd.args(["-append", freertos_bootargs(mode)]);
+            Ok(cmd)
+        }
+        Boot::PartitaFreeRtos => {
+            let dir = paths::build_dir().join("bench");
+            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let config = dir.join("freertos-solo.toml");
+            let text = FREERTOS_SOLO
+                .replace("{image}", &paths::guest_image("freertos").to_string_lossy())
+                .replace("{bootargs}", freertos_bootargs(mode));
+            fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
+            let image = dir.join("partita.img");
+            let system = build::boot_image(&config, &image, None)?;
+            Ok(machine(&image, system.config.board.cpus))
+        }
+        Boot::Partita(config) => {
+            let image = paths::build_dir().join("bench").join("partita.img");
+            let system = build::boot_image(&paths::root().join(config), &image, Some(job))?;
+            Ok(machine(&image, system.config.board.cpus))
+        }
+        Boot::XenDom0 => {
+            let guest = linux::prepare(cache)?;
+            let hypervisor = xen::prepare(cache)?;
+            let kernel_size = fs::metadata(&guest.kernel)
+                .with_context(|| format!("reading {}", guest.kernel.display()))?
+                .len();
+            let layout = xen::Dom0Layout::after_kernel(kernel_size);
+            let bootargs = xen::dom0_bootargs(Some(job))?;
+            let options = xen::XenOptions { icount: true };
+            Ok(xen::command(
+                &hypervisor.binary,
+                &guest,
+                layout,
+                &bootargs,
+                &options,
+            ))
+        }
+    }
+}
+
+fn machine(image: &Path, cpus: u8) -> Command {
+    Machine {
+        image,
+        cpu: Cpu::CortexA72,
+        cpus,
+        icount: true,
+        gdb: false,
+    }
+    .command()
+}
+
+/// A finished boot: how QEMU ended and everything it printed (stdout, then stderr).
+pub struct Console {
+    pub ending: Ending,
+    pub output: String,
+}
+
+/// Runs `cmd` with its console captured, calling `on_begin` with each experiment's name
+/// as its begin marker arrives; kills QEMU once `deadline` has passed.
+pub fn execute(
+    cmd: &mut Command,
+    deadline: Duration,
+    mut on_begin: impl FnMut(&str),
+) -> Result<Console> {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", process::describe(cmd)))?;
+    let lines = child.stdout.take().map(stream_lines);
+    let errors = child.stderr.take().map(drain);
+    let mut output = String::new();
+    if let Some(lines) = lines {
+        while let Some(left) = deadline.checked_sub(start.elapsed()) {
+            match lines.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(line) => {
+                    if let Some(name) = clean(&line).strip_prefix(BEGIN) {
+                        on_begin(name.trim());
+                    }
+                    output.push_str(&line);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+    let left = deadline.saturating_sub(start.elapsed());
+    let ending = match process::wait_until(&mut child, Some(left))? {
+        Ending::TimedOut => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Ending::TimedOut
+        }
+        exited => exited,
+    };
+    if let Some(errors) = errors {
+        output.push_str(&errors.join().unwrap_or_default());
+    }
+    Ok(Console { ending, output })
+}
+
+/// Sends each line of `pipe` (with its newline) until it closes.
+fn stream_lines(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (send, receive) = mpsc::channel();
+    thread::spawn(move || {
+        let mut reader = BufReader::new(pipe);
+        let mut bytes = Vec::new();
+        while reader.read_until(b'\n', &mut bytes).unwrap_or(0) > 0 {
+            if send
+                .send(String::from_utf8_lossy(&bytes).into_owned())
+                .is_err()
+            {
+                return;
+            }
+            bytes.clear();
+        }
+    });
+    receive
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn begin_markers_are_reported_as_they_come() {
+        let mut seen = Vec::new();
+        let done = execute(
+            Command::new("sh").args([
+                "-c",
+                "echo '[linux] partita-bench: begin a'; echo x; echo 'partita-bench: begin b'",
+            ]),
+            Duration::from_secs(10),
+            |name| seen.push(name.to_owned()),
+        )
+        .unwrap();
+        assert_eq!(seen, ["a", "b"]);
+        assert!(matches!(done.ending, Ending::Exited(0)));
+        assert!(done.output.contains("x\n"));
+    }
+
+    #[test]
+    fn a_run_past_its_deadline_is_killed() {
+        let done = execute(
+            Command::new("sh").args(["-c", "echo start; exec sleep 20"]),
+            Duration::from_millis(1500),
+            |_| {},
+        )
+        .unwrap();
+        assert!(matches!(done.ending, Ending::TimedOut));
+        assert_eq!(done.output, "start\n");
+    }
+
+    #[test]
+    fn elapsed_time_reads_as_minutes_and_seconds() {
+        assert_eq!(minutes_seconds(Duration::from_secs(252)), "4m12s");
+    }
+}
