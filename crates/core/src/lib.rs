@@ -20,5 +20,7 @@ pub mod devices;
 pub mod fdt;
 pub mod hypercall;
 pub mod sched;
+#[cfg(test)]
+mod test_rng;
 pub mod trap;
 pub mod vgic;

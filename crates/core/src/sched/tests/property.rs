@@ -4,26 +4,10 @@
 
 use std::vec::Vec;
 
+use crate::test_rng::Rng;
+
 use super::super::{RunQueue, SchedError, VcpuId, VcpuState, MAX_VCPUS};
 use super::SLICE;
-
-/// SplitMix64 (Steele, Lea, Flood: "Fast splittable pseudorandom number generators", 2014):
-/// a few lines, good enough to spread the calls, the same sequence for the same seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Ids drawn from a set a little larger than a queue holds, so some calls name vCPUs the
 /// queue does not know and some `add`s find it full.

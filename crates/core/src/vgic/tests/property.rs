@@ -6,32 +6,13 @@
 
 use std::vec::Vec;
 
+use crate::test_rng::Rng;
+
 use super::SGI_BASE;
 use crate::devices::{AccessSize, MmioDevice};
 use crate::vgic::{
     ListRegister, LrState, SgiRequest, Vgic, ICH_HCR_NPIE, ICH_HCR_UIE, PRIVATE_IRQS,
 };
-
-/// SplitMix64 (Steele, Lea, Flood: "Fast splittable pseudorandom number generators", 2014).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn chance(&mut self, one_in: u64) -> bool {
-        self.below(one_in) == 0
-    }
-}
 
 const VCPUS: usize = 3;
 const SPIS: u32 = 64;
