@@ -108,6 +108,16 @@ const TIMER_JOB: &str = "a=$(awk '/arch_timer/{print $2}' /proc/interrupts); sle
     b=$(awk '/arch_timer/{print $2}' /proc/interrupts); echo \"timer interrupts $a then $b\"; \
     [ \"$b\" -gt \"$a\" ]";
 
+/// What the timer job prints when the timer kept ticking, and the clean power-off after it.
+const TIMER_TICKED: &[Expect] = &[
+    Expect::Line(LINUX_JOB_START),
+    Expect::Line("[linux] timer interrupts * then *"),
+    Expect::Line("[linux] partita: job exit 0"),
+    Expect::Line("[partita] vm linux: powered off"),
+    Expect::NoLine(PANIC),
+    Expect::NoLine(LINUX_FAULT),
+];
+
 /// The workloads Linux must complete under Partita and natively (issue 3).
 const WORKLOAD_JOB: &str = "set -e; cat /proc/version; \
     cyclictest -m -q -p 80 -i 1000 -l 1000; hackbench -g 2 -l 50; \
@@ -226,14 +236,7 @@ pub const SCENARIOS: [Scenario; 16] = [
         icount: false,
         end: End::Exit(0),
         timeout_secs: 180,
-        expect: &[
-            Expect::Line(LINUX_JOB_START),
-            Expect::Line("[linux] timer interrupts * then *"),
-            Expect::Line("[linux] partita: job exit 0"),
-            Expect::Line("[partita] vm linux: powered off"),
-            Expect::NoLine(PANIC),
-            Expect::NoLine(LINUX_FAULT),
-        ],
+        expect: TIMER_TICKED,
     },
     Scenario {
         name: "linux-timer-max",
@@ -243,12 +246,7 @@ pub const SCENARIOS: [Scenario; 16] = [
         icount: false,
         end: End::Exit(0),
         timeout_secs: 180,
-        expect: &[
-            Expect::Line("[linux] timer interrupts * then *"),
-            Expect::Line("[linux] partita: job exit 0"),
-            Expect::NoLine(PANIC),
-            Expect::NoLine(LINUX_FAULT),
-        ],
+        expect: TIMER_TICKED,
     },
     Scenario {
         name: "linux-beside-probe",

@@ -13,16 +13,12 @@ const QUEUE_TYPE_BASE: u8 = 0;
 const QUEUE_TYPE_BINARY_SEMAPHORE: u8 = 3;
 const QUEUE_SEND_TO_BACK: BaseType = 0;
 
+// xQueueSemaphoreTake and xQueueGenericSend are declared once, in the parent module.
+use super::{xQueueGenericSend, xQueueSemaphoreTake};
+
 extern "C" {
     fn xQueueGenericCreate(length: UBaseType, item_size: UBaseType, kind: u8) -> RawHandle;
     fn xQueueCreateCountingSemaphore(max: UBaseType, initial: UBaseType) -> RawHandle;
-    fn xQueueSemaphoreTake(queue: RawHandle, ticks: Tick) -> BaseType;
-    fn xQueueGenericSend(
-        queue: RawHandle,
-        item: *const c_void,
-        ticks: Tick,
-        position: BaseType,
-    ) -> BaseType;
     fn xQueueReceive(queue: RawHandle, item: *mut c_void, ticks: Tick) -> BaseType;
     fn xQueueGiveFromISR(queue: RawHandle, woken: *mut BaseType) -> BaseType;
     fn vQueueDelete(queue: RawHandle);
