@@ -84,7 +84,11 @@ enum Task {
         cpu: CpuArg,
     },
     /// Run every check: rustfmt, clippy, unit tests, QEMU scenarios.
-    Test,
+    Test {
+        /// Run only the QEMU scenarios with these names (after the build), no other check.
+        #[arg(long, value_name = "SCENARIO")]
+        only: Vec<String>,
+    },
     /// Run the measurement suite and write results.json, report.md and plots.
     Bench {
         /// Short loops and sample counts (minutes) instead of the full durations.
@@ -190,8 +194,11 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             return run(&config.file(), linux_cmd.as_deref(), &options);
         }
         Task::Debug { config, cpu } => return debug(&config.file(), cpu.cpu),
-        Task::Test if !suite::run_all() => return Ok(ExitCode::FAILURE),
-        Task::Test => {}
+        Task::Test { only } => {
+            if !suite::run(&only)? {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
         Task::Bench { quick, out } => {
             bench::run(&bench::Options { quick, out })?;
         }

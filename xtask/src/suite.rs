@@ -95,10 +95,22 @@ impl Tally {
     }
 }
 
-/// Runs everything and prints the tally last; returns whether every check passed.
-pub fn run_all() -> bool {
+/// Runs every check, or with `only` just the named scenarios, and prints the tally last;
+/// returns whether every check passed. An unknown scenario name is an error.
+pub fn run(only: &[String]) -> Result<bool> {
+    if let Some(unknown) = only
+        .iter()
+        .find(|name| !SCENARIOS.iter().any(|s| s.name == name.as_str()))
+    {
+        let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+        anyhow::bail!(
+            "--only: no scenario named \"{unknown}\"; known: {}",
+            known.join(", ")
+        );
+    }
     let mut tally = Tally::default();
-    for check in &CARGO_CHECKS {
+    let static_checks: &[CargoCheck] = if only.is_empty() { &CARGO_CHECKS } else { &[] };
+    for check in static_checks {
         step(check.name);
         let start = Instant::now();
         let result = process::run(Command::new("cargo").args(check.args).current_dir(root()));
@@ -114,7 +126,10 @@ pub fn run_all() -> bool {
         .into_iter()
         .collect();
     tally.record("build", &build_problems, start.elapsed());
-    for scenario in &SCENARIOS {
+    let chosen = SCENARIOS
+        .iter()
+        .filter(|s| only.is_empty() || only.iter().any(|name| name == s.name));
+    for scenario in chosen {
         step(format!("scenario {}", scenario.name));
         let start = Instant::now();
         let problems = if built.is_ok() {
@@ -125,7 +140,7 @@ pub fn run_all() -> bool {
         tally.record(scenario.name, &problems, start.elapsed());
     }
     println!("{} passed, {} failed", tally.passed, tally.failed);
-    tally.failed == 0
+    Ok(tally.failed == 0)
 }
 
 /// Boots one scenario and returns what went wrong (empty when it passed).
