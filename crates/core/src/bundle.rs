@@ -91,7 +91,11 @@ pub fn total_len(header: &[u8]) -> Result<usize, BundleError> {
     if version != VERSION {
         return Err(BundleError::Version(version));
     }
-    usize::try_from(read_u64(header, 24)).map_err(|_| BundleError::Truncated)
+    // A total shorter than the header itself cannot hold the lengths read next.
+    match usize::try_from(read_u64(header, 24)) {
+        Ok(total) if total >= HEADER_LEN => Ok(total),
+        _ => Err(BundleError::Truncated),
+    }
 }
 
 fn read_u64(b: &[u8], at: usize) -> u64 {
@@ -232,6 +236,12 @@ mod tests {
         assert_eq!(
             Bundle::parse(&wrong_version).err(),
             Some(BundleError::Version(9))
+        );
+        let mut short_total = blob.clone();
+        short_total[24..32].copy_from_slice(&16u64.to_le_bytes());
+        assert_eq!(
+            Bundle::parse(&short_total).err(),
+            Some(BundleError::Truncated)
         );
         let mut bad_config = blob.clone();
         bad_config[HEADER_LEN] = 0xff;
