@@ -1,14 +1,11 @@
 //! Loading a system configuration file: TOML text to a checked `SystemConfig` plus the guest
 //! images it names.
 //!
-//! The steps run in order and stop at the first mistake: read and parse the file, walk the
-//! schema, read every image and initrd (paths relative to the file's directory; an image's
-//! arm64 Image header, if any, places it as a Linux kernel), plan physical memory
-//! and run core's validation. Every mistake becomes one `LoadError` line
+//! The steps run in order and stop at the first mistake: read the file, parse it
+//! (`partita_config`: TOML syntax and the schema), read every image and initrd (paths relative
+//! to the file's directory; an image's arm64 Image header, if any, places it as a Linux
+//! kernel), plan physical memory and run core's validation. Every mistake becomes one `LoadError` line
 //! `<file>: <key>: <problem>`; nothing here may panic on what the file says.
-
-mod fields;
-mod schema;
 
 use std::fmt;
 use std::fs;
@@ -66,7 +63,7 @@ pub fn load(file: &Path) -> Result<System, LoadError> {
     };
     let text = fs::read_to_string(file)
         .map_err(|e| at(ConfigError::new("", format!("cannot read: {e}"))))?;
-    let mut config = parse(&text).map_err(at)?;
+    let mut config = partita_config::parse(&text).map_err(at)?;
     let dir = file.parent().unwrap_or(Path::new("."));
     let images = read_images(&mut config, dir).map_err(at)?;
     let initrds = read_initrds(&mut config, dir).map_err(at)?;
@@ -78,31 +75,6 @@ pub fn load(file: &Path) -> Result<System, LoadError> {
         images,
         initrds,
     })
-}
-
-/// TOML text to a configuration whose image sizes are still 0.
-fn parse(text: &str) -> Result<SystemConfig, ConfigError> {
-    let table = text
-        .parse::<toml::Table>()
-        .map_err(|e| syntax_error(text, &e))?;
-    schema::system(&table)
-}
-
-fn syntax_error(text: &str, e: &toml::de::Error) -> ConfigError {
-    let start = e.span().map_or(0, |s| s.start).min(text.len());
-    let before = &text[..start];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    let message: Vec<&str> = e
-        .message()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    ConfigError::new(
-        format!("{line}:{column}"),
-        format!("TOML syntax error: {}", message.join("; ")),
-    )
 }
 
 fn read_images(config: &mut SystemConfig, dir: &Path) -> Result<Vec<Vec<u8>>, ConfigError> {
@@ -146,23 +118,4 @@ fn read_initrds(
             Ok(Some(bytes))
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn syntax_errors_carry_line_and_column() {
-        let err = parse("[board]\nplatform = \"qemu-virt\ncpus = 1\n").unwrap_err();
-        assert_eq!(err.key, "2:22");
-        assert!(err.message.starts_with("TOML syntax error: "), "{err}");
-        assert!(!err.message.contains('\n'));
-    }
-
-    #[test]
-    fn duplicate_keys_are_syntax_errors() {
-        let err = parse("[board]\ncpus = 1\ncpus = 2\n").unwrap_err();
-        assert_eq!(err.key, "3:1");
-    }
 }
