@@ -112,6 +112,60 @@ pub fn affinity(mpidr: u64) -> u64 {
     mpidr & 0xff_00ff_ffff
 }
 
+/// What Partita does for a guest's call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Response {
+    /// The call returns to the guest: `x0` is written, and `x1` too when it is `Some`.
+    Return { x0: u64, x1: Option<u64> },
+    /// The calling VM powers off cleanly (SYSTEM_OFF, or CPU_OFF of its only vCPU).
+    PowerOff,
+    /// The calling VM restarts (SYSTEM_RESET).
+    Reset,
+}
+
+impl Response {
+    fn value(x0: u64) -> Response {
+        Response::Return { x0, x1: None }
+    }
+}
+
+/// The response to HVC/SMC `#imm` with the guest's x0..x3, for a uniprocessor VM whose vCPU
+/// has MPIDR `own_mpidr`. SMCCC calls use immediate 0: any other is NOT_SUPPORTED.
+pub fn respond(x: [u64; 4], imm: u16, own_mpidr: u64) -> Response {
+    let call = if imm == 0 {
+        decode(x)
+    } else {
+        Hypercall::Unsupported {
+            function: x[0] as u32,
+        }
+    };
+    let is_self = |target: u64| affinity(target) == affinity(own_mpidr);
+    match call {
+        Hypercall::PsciVersion => Response::value(PSCI_VERSION_1_1),
+        Hypercall::PsciFeatures { function } if is_implemented(function) => {
+            Response::value(ret::SUCCESS)
+        }
+        Hypercall::CpuOn { target, .. } if is_self(target) => Response::value(ret::ALREADY_ON),
+        Hypercall::AffinityInfo { target, .. } if is_self(target) => {
+            Response::value(ret::AFFINITY_ON)
+        }
+        Hypercall::CpuOn { .. } | Hypercall::AffinityInfo { .. } => {
+            Response::value(ret::INVALID_PARAMETERS)
+        }
+        // The only vCPU turning itself off powers the VM off.
+        Hypercall::CpuOff | Hypercall::SystemOff => Response::PowerOff,
+        Hypercall::SystemReset => Response::Reset,
+        Hypercall::SmcccVersion => Response::value(SMCCC_VERSION_1_1),
+        Hypercall::PartitaVersion => Response::Return {
+            x0: ret::SUCCESS,
+            x1: Some(partita_version()),
+        },
+        Hypercall::PsciFeatures { .. } | Hypercall::Unsupported { .. } => {
+            Response::value(ret::NOT_SUPPORTED)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +250,48 @@ mod tests {
         ] {
             assert!(is_implemented(id), "{id:#x}");
         }
+    }
+
+    #[test]
+    fn responses_follow_the_contract() {
+        let me = 0x8000_0000;
+        let respond0 = |x: [u64; 4]| respond(x, 0, me);
+        let value = |x0| Response::Return { x0, x1: None };
+        assert_eq!(respond0([0x8400_0000, 0, 0, 0]), value(PSCI_VERSION_1_1));
+        assert_eq!(
+            respond0([0x8400_000a, 0x8400_0009, 0, 0]),
+            value(ret::SUCCESS)
+        );
+        assert_eq!(
+            respond0([0x8400_000a, 0x8400_0001, 0, 0]),
+            value(ret::NOT_SUPPORTED)
+        );
+        assert_eq!(respond0([0xc400_0003, me, 0, 0]), value(ret::ALREADY_ON));
+        assert_eq!(
+            respond0([0xc400_0003, 1, 0, 0]),
+            value(ret::INVALID_PARAMETERS)
+        );
+        assert_eq!(respond0([0xc400_0004, me, 0, 0]), value(ret::AFFINITY_ON));
+        assert_eq!(
+            respond0([0xc400_0004, 1, 0, 0]),
+            value(ret::INVALID_PARAMETERS)
+        );
+        assert_eq!(respond0([0x8400_0002, 0, 0, 0]), Response::PowerOff);
+        assert_eq!(respond0([0x8400_0008, 0, 0, 0]), Response::PowerOff);
+        assert_eq!(respond0([0x8400_0009, 0, 0, 0]), Response::Reset);
+        assert_eq!(respond0([0x8000_0000, 0, 0, 0]), value(SMCCC_VERSION_1_1));
+        assert_eq!(
+            respond0([0xc600_0000, 0, 0, 0]),
+            Response::Return {
+                x0: ret::SUCCESS,
+                x1: Some(partita_version())
+            }
+        );
+        assert_eq!(respond0([0x1234, 0, 0, 0]), value(ret::NOT_SUPPORTED));
+        assert_eq!(
+            respond([0x8400_0008, 0, 0, 0], 1, me),
+            value(ret::NOT_SUPPORTED)
+        );
     }
 
     #[test]

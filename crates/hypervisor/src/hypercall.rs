@@ -4,43 +4,25 @@
 //! Results go to x0 (x1 for PARTITA_VERSION's version); other registers are left as the guest
 //! gave them. A call never reaches the physical firmware and never affects another VM.
 
-use partita_core::hypercall::{
-    decode, is_implemented, partita_version, ret, Hypercall, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
-};
+use partita_core::hypercall::{respond, Response};
 
 use crate::system::Stop;
 use crate::trap::Outcome;
-use crate::vcpu::Vcpu;
+use crate::vcpu::GUEST_MPIDR;
 use crate::vm::Vm;
 
 /// Handles the call in the vCPU's x0..x3; `imm` is the HVC/SMC immediate (SMCCC uses 0).
 pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
-    let x = &vm.vcpu.regs.x;
-    let call = if imm == 0 {
-        decode([x[0], x[1], x[2], x[3]])
-    } else {
-        Hypercall::Unsupported {
-            function: x[0] as u32,
+    let regs = &mut vm.vcpu.regs.x;
+    match respond([regs[0], regs[1], regs[2], regs[3]], imm, GUEST_MPIDR) {
+        Response::Return { x0, x1 } => {
+            regs[0] = x0;
+            if let Some(x1) = x1 {
+                regs[1] = x1;
+            }
+            Outcome::Resume
         }
-    };
-    let result = match call {
-        Hypercall::PsciVersion => PSCI_VERSION_1_1,
-        Hypercall::PsciFeatures { function } if is_implemented(function) => ret::SUCCESS,
-        Hypercall::PsciFeatures { .. } => ret::NOT_SUPPORTED,
-        Hypercall::CpuOn { target, .. } if Vcpu::is_self(target) => ret::ALREADY_ON,
-        Hypercall::CpuOn { .. } => ret::INVALID_PARAMETERS,
-        Hypercall::AffinityInfo { target, .. } if Vcpu::is_self(target) => ret::AFFINITY_ON,
-        Hypercall::AffinityInfo { .. } => ret::INVALID_PARAMETERS,
-        // The only vCPU turning itself off powers the VM off.
-        Hypercall::CpuOff | Hypercall::SystemOff => return Outcome::Stop(Stop::Clean),
-        Hypercall::SystemReset => return Outcome::Reset,
-        Hypercall::SmcccVersion => SMCCC_VERSION_1_1,
-        Hypercall::PartitaVersion => {
-            vm.vcpu.regs.x[1] = partita_version();
-            ret::SUCCESS
-        }
-        Hypercall::Unsupported { .. } => ret::NOT_SUPPORTED,
-    };
-    vm.vcpu.regs.x[0] = result;
-    Outcome::Resume
+        Response::PowerOff => Outcome::Stop(Stop::Clean),
+        Response::Reset => Outcome::Reset,
+    }
 }

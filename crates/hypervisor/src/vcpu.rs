@@ -4,7 +4,6 @@
 //!
 //! This module sets up and switches vCPU state; it must never decide what a trap means.
 
-use partita_core::hypercall::affinity;
 use partita_core::trap::Register;
 
 use crate::arch::aarch64::gic_hyp::VirtualCpuInterface;
@@ -106,11 +105,6 @@ impl Vcpu {
     /// Runs the guest until its next exit.
     pub fn run(&mut self) -> Exit {
         enter_guest(&mut self.regs)
-    }
-
-    /// Whether `mpidr` names this vCPU.
-    pub fn is_self(mpidr: u64) -> bool {
-        affinity(mpidr) == affinity(GUEST_MPIDR)
     }
 }
 
