@@ -6,13 +6,17 @@
 CONFIG ?= configs/default.toml
 CARGO ?= cargo
 
-.PHONY: run test debug clean setup bench bench-quick
+.PHONY: run test fuzz debug clean setup bench bench-quick
 
 run: setup
 	$(CARGO) xtask run --config $(CONFIG) --icount
 
 test: setup
 	$(CARGO) xtask test
+
+# Every fuzz target for two minutes (`make test` runs each for a few seconds).
+fuzz: setup
+	$(CARGO) xtask fuzz --seconds 120
 
 debug: setup
 	$(CARGO) xtask debug --config $(CONFIG)

@@ -9,6 +9,7 @@ mod bench;
 mod build;
 mod config;
 mod elf;
+mod fuzz;
 mod image;
 mod layout;
 mod linux;
@@ -88,6 +89,16 @@ enum Task {
         /// Run only the QEMU scenarios with these names (after the build), no other check.
         #[arg(long, value_name = "SCENARIO")]
         only: Vec<String>,
+    },
+    /// Fuzz the guest- and user-facing decoders with libFuzzer (coverage-guided), each target
+    /// for a bounded time from its seed corpus in fuzz/corpus/; a crash fails.
+    Fuzz {
+        /// Fuzz only these targets (default: all).
+        #[arg(long = "target", value_name = "NAME")]
+        targets: Vec<String>,
+        /// Seconds per target.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        seconds: u64,
     },
     /// Run the measurement suite and write results.json, report.md and plots.
     Bench {
@@ -199,6 +210,7 @@ fn dispatch(task: Task) -> Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
+        Task::Fuzz { targets, seconds } => fuzz::run_targets(&targets, seconds)?,
         Task::Bench { quick, out } => {
             bench::run(&bench::Options { quick, out })?;
         }

@@ -15,14 +15,15 @@ use crate::process::{output, run, step};
 
 /// Debian packages the tool uses: QEMU, the cross compiler for C guests with the C library
 /// the automotive programs link statically (only a recommendation of the compiler, and
-/// recommendations are not installed), the debugger, and the font the benchmark plots'
-/// text is drawn with.
-pub const PACKAGES: [&str; 5] = [
+/// recommendations are not installed), the debugger, the font the benchmark plots'
+/// text is drawn with, and the host C++ compiler that builds libFuzzer for `xtask fuzz`.
+pub const PACKAGES: [&str; 6] = [
     "qemu-system-arm",
     "gcc-aarch64-linux-gnu",
     "libc6-dev-arm64-cross",
     "gdb-multiarch",
     "fonts-dejavu-core",
+    "g++",
 ];
 
 /// What is missing on this machine.

@@ -1,9 +1,10 @@
 //! `cargo xtask test`: every check of the project, ending with `<N> passed, <M> failed`.
 //!
-//! Static checks (rustfmt, clippy for host and AArch64 crates), the host unit tests, then
-//! the QEMU scenarios of `scenarios::SCENARIOS`, each on its own boot image under
-//! `build/tests/` with a deadline. A failing check never stops the others; only the final
-//! count and the exit status summarise them.
+//! Static checks (rustfmt, clippy for host and AArch64 crates), the host unit tests, a
+//! bounded run of every fuzz target (`FUZZ_SECONDS` each), then the QEMU scenarios of
+//! `scenarios::SCENARIOS`, each on its own boot image under `build/tests/` with a deadline. A
+//! failing check never stops the others; only the final count and the exit status summarise
+//! them.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -11,11 +12,15 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::build;
+use crate::fuzz;
 use crate::linux;
 use crate::paths::{self, root, TARGET};
 use crate::process::{self, step, Ending};
 use crate::qemu::Machine;
 use crate::scenarios::{console_lines, verdict, Boot, End, RunEnd, Scenario, SCENARIOS};
+
+/// Seconds each fuzz target runs in the suite (`make fuzz` runs them longer).
+const FUZZ_SECONDS: u64 = 4;
 
 /// Lines of console output shown when a scenario fails.
 const TAIL_LINES: usize = 40;
@@ -116,6 +121,17 @@ pub fn run(only: &[String]) -> Result<bool> {
         let result = process::run(Command::new("cargo").args(check.args).current_dir(root()));
         let problems: Vec<String> = result.err().map(|e| format!("{e:#}")).into_iter().collect();
         tally.record(check.name, &problems, start.elapsed());
+    }
+    if only.is_empty() {
+        step("fuzz targets");
+        let start = Instant::now();
+        let result = fuzz::run_targets(&[], FUZZ_SECONDS);
+        let problems: Vec<String> = result.err().map(|e| format!("{e:#}")).into_iter().collect();
+        let name = format!(
+            "fuzz ({} targets, {FUZZ_SECONDS} s each)",
+            fuzz::TARGETS.len()
+        );
+        tally.record(&name, &problems, start.elapsed());
     }
     let start = Instant::now();
     let built = build::binaries();

@@ -25,3 +25,15 @@ fn test_only_with_an_unknown_scenario_names_the_known_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn fuzz_with_an_unknown_target_names_the_known_ones() {
+    let out = xtask(&["fuzz", "--target", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(
+        err,
+        "xtask: error: --target: no fuzz target named \"nope\"; known: trap, hypercall, vgic, \
+         pl011, testdev, config, bundle\n"
+    );
+}

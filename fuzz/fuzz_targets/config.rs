@@ -1,0 +1,88 @@
+//! The configuration file (`partita_config::parse`, then core's `plan_memory` and
+//! `validate`): any text either fails with one single-line message naming a key, or yields
+//! a system whose planned memory lies in RAM, clear of Partita and of every other region,
+//! clear of the VM's own devices, and that survives the bundle round trip unchanged.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use partita_core::board::Region;
+use partita_core::bundle::{encode, Bundle, VmImages};
+use partita_core::config::{plan_memory, validate, ConfigError, SystemConfig};
+
+/// The size every image and initrd gets, as if the files held this many bytes.
+const FILE_SIZE: u64 = 0x1000;
+
+fn one_line(error: &ConfigError) {
+    let line = error.to_string();
+    assert!(!error.message.is_empty(), "empty message for {}", error.key);
+    assert!(!line.contains('\n'), "message spans lines: {line:?}");
+}
+
+fn check_layout(config: &SystemConfig) {
+    let board = config.board.platform.board();
+    let mut placed: Vec<Region> = Vec::new();
+    for vm in &config.vms {
+        for m in &vm.memory {
+            let phys = m.physical().expect("validated memory is planned");
+            assert!(board.ram.contains(&phys), "{phys:?} outside RAM");
+            assert!(
+                !phys.overlaps(&board.hypervisor),
+                "{phys:?} overlaps Partita"
+            );
+            assert!(!placed.iter().any(|p| p.overlaps(&phys)), "{phys:?} shared");
+            placed.push(phys);
+            for d in &vm.devices {
+                assert!(!d.window().overlaps(&m.guest()), "device over memory");
+            }
+        }
+    }
+}
+
+fn check_bundle(config: &SystemConfig) {
+    let files: Vec<(Vec<u8>, Option<Vec<u8>>)> = config
+        .vms
+        .iter()
+        .map(|vm| {
+            let initrd = vm.initrd.as_ref().map(|i| vec![0x5a; i.size as usize]);
+            (vec![0xa5; vm.image.size as usize], initrd)
+        })
+        .collect();
+    let images: Vec<VmImages> = files
+        .iter()
+        .map(|(image, initrd)| VmImages {
+            image,
+            initrd: initrd.as_deref(),
+        })
+        .collect();
+    let blob = encode(config, &images);
+    let bundle = Bundle::parse(&blob).expect("an encoded bundle parses");
+    assert_eq!(&bundle.config, config);
+    for (i, expected) in images.iter().enumerate() {
+        assert_eq!(bundle.images(i), Some(*expected));
+    }
+}
+
+fn check(text: &str) {
+    let mut config = match partita_config::parse(text) {
+        Ok(config) => config,
+        Err(e) => return one_line(&e),
+    };
+    for vm in &mut config.vms {
+        vm.image.size = FILE_SIZE;
+        if let Some(initrd) = vm.initrd.as_mut() {
+            initrd.size = FILE_SIZE;
+        }
+    }
+    if let Err(e) = plan_memory(&mut config).and_then(|()| validate(&config)) {
+        return one_line(&e);
+    }
+    check_layout(&config);
+    check_bundle(&config);
+}
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        check(text);
+    }
+});

@@ -1,0 +1,68 @@
+//! Hypercall dispatch (`partita_core::hypercall::respond`): any x0..x3, immediate and MPIDR
+//! give one of the contract's answers, and only the calls that may stop or reset the VM do.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use partita_core::hypercall::{
+    affinity, decode, is_implemented, partita_version, respond, ret, Hypercall, Response,
+    PARTITA_VERSION, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
+};
+
+const SYSTEM_OFF: u32 = 0x8400_0008;
+const SYSTEM_RESET: u32 = 0x8400_0009;
+const CPU_OFF: u32 = 0x8400_0002;
+
+/// Every value x0 may return (PSCI/SMCCC codes and the two version numbers).
+const RETURN_VALUES: [u64; 6] = [
+    ret::SUCCESS,
+    ret::NOT_SUPPORTED,
+    ret::INVALID_PARAMETERS,
+    ret::ALREADY_ON,
+    PSCI_VERSION_1_1,
+    SMCCC_VERSION_1_1,
+];
+
+fn check(x: [u64; 4], imm: u16, own_mpidr: u64) {
+    let function = x[0] as u32;
+    let response = respond(x, imm, own_mpidr);
+    match response {
+        Response::Return { x0, x1 } => {
+            assert!(RETURN_VALUES.contains(&x0), "x0 = {x0:#x}");
+            let version_call = imm == 0 && function == PARTITA_VERSION;
+            assert_eq!(x1, version_call.then(partita_version));
+        }
+        Response::PowerOff => assert!(imm == 0 && (function == SYSTEM_OFF || function == CPU_OFF)),
+        Response::Reset => assert!(imm == 0 && function == SYSTEM_RESET),
+    }
+    if imm != 0 {
+        let unsupported = Response::Return {
+            x0: ret::NOT_SUPPORTED,
+            x1: None,
+        };
+        assert_eq!(response, unsupported);
+    }
+    // SMCCC: the function ID is w0, so the upper half of x0 never matters.
+    let low = [x[0] & 0xffff_ffff, x[1], x[2], x[3]];
+    assert_eq!(respond(low, imm, own_mpidr), response);
+    let call = decode(x);
+    assert_eq!(
+        is_implemented(function),
+        !matches!(call, Hypercall::Unsupported { .. })
+    );
+    let reaches_aff3 = function & (1 << 30) != 0 || affinity(own_mpidr) >> 32 == 0;
+    if matches!(call, Hypercall::CpuOn { .. }) && reaches_aff3 {
+        // Naming the caller's own MPIDR always answers ALREADY_ON.
+        let own = respond([x[0], own_mpidr, x[2], x[3]], 0, own_mpidr);
+        let already_on = Response::Return {
+            x0: ret::ALREADY_ON,
+            x1: None,
+        };
+        assert_eq!(own, already_on);
+    }
+}
+
+fuzz_target!(|input: ([u64; 4], u16, u64)| {
+    let (x, imm, own_mpidr) = input;
+    check(x, imm, own_mpidr);
+});
