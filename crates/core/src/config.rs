@@ -257,12 +257,30 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
+    /// A mistake at `key`. Both may quote what the user wrote (a key name, a string value),
+    /// so control characters are escaped (a newline becomes `\n`): the error stays one line.
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
         ConfigError {
-            key: key.into(),
-            message: message.into(),
+            key: one_line(key.into()),
+            message: one_line(message.into()),
         }
     }
+}
+
+/// `text` with every control character escaped.
+fn one_line(text: String) -> String {
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                String::from(c)
+            }
+        })
+        .collect()
 }
 
 impl fmt::Display for ConfigError {
@@ -685,6 +703,18 @@ mod tests {
     use super::*;
     use alloc::string::ToString;
     use alloc::vec;
+
+    #[test]
+    fn errors_quoting_user_text_stay_one_line() {
+        // Found by fuzzing: a multi-line TOML string echoed into a message split it.
+        let e = ConfigError::new("vm[0].a\nb", "unknown kind \"rtos\ncpus = [5]\u{1b}[2J\"");
+        assert_eq!(
+            e.to_string(),
+            "vm[0].a\\nb: unknown kind \"rtos\\ncpus = [5]\\u{1b}[2J\""
+        );
+        let plain = ConfigError::new("vm[0].kind", "unknown kind \"x\"; expected \"rtos\"");
+        assert_eq!(plain.message, "unknown kind \"x\"; expected \"rtos\"");
+    }
 
     fn vm(name: &str, phys: Option<u64>) -> VmConfig {
         VmConfig {
