@@ -13,10 +13,14 @@ use partita_core::config::{plan_memory, validate, ConfigError, SystemConfig};
 /// The size every image and initrd gets, as if the files held this many bytes.
 const FILE_SIZE: u64 = 0x1000;
 
+/// An error is one line of plain text: no newline, no terminal control sequence.
 fn one_line(error: &ConfigError) {
     let line = error.to_string();
     assert!(!error.message.is_empty(), "empty message for {}", error.key);
-    assert!(!line.contains('\n'), "message spans lines: {line:?}");
+    assert!(
+        !line.chars().any(char::is_control),
+        "not one plain line: {line:?}"
+    );
 }
 
 fn check_layout(config: &SystemConfig) {
