@@ -83,6 +83,10 @@ pub struct VmConfig {
     pub devices: Vec<DeviceConfig>,
     /// What a PSCI SYSTEM_RESET from the VM does.
     pub on_reset: ResetAction,
+    /// What Partita does when the VM faults in a way it cannot reflect back into it.
+    pub on_fault: EndAction,
+    /// What a PSCI SYSTEM_OFF (or CPU_OFF of its only vCPU) from the VM does.
+    pub on_poweroff: EndAction,
     /// Which EL1 timer the VM keeps time with.
     pub timer: TimerMode,
     /// The VM's lines of the interrupt destination table: physical SPIs it owns, forwarded
@@ -137,6 +141,31 @@ impl ResetAction {
     }
 
     pub fn from_name(name: &str) -> Option<ResetAction> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+/// What Partita does when a boot of a VM ends, by a fault or by the guest's own power-off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndAction {
+    /// The VM stops for good (as faulted after a fault, cleanly after a power-off); the
+    /// other VMs keep running.
+    Stop,
+    /// Rebuild the VM from its images and start it again, exactly as after SYSTEM_RESET.
+    Restart,
+}
+
+impl EndAction {
+    pub const ALL: [EndAction; 2] = [EndAction::Stop, EndAction::Restart];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EndAction::Stop => "stop",
+            EndAction::Restart => "restart",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EndAction> {
         Self::ALL.into_iter().find(|a| a.name() == name)
     }
 }
@@ -713,6 +742,8 @@ mod tests {
                 DeviceConfig::TestDev { base: 0x0a00_0000 },
             ],
             on_reset: ResetAction::Restart,
+            on_fault: EndAction::Stop,
+            on_poweroff: EndAction::Stop,
             timer: TimerMode::Virtual,
             irqs: vec![],
         }
@@ -907,6 +938,14 @@ mod tests {
             assert_eq!(ResetAction::from_name(a.name()), Some(a));
         }
         assert_eq!(ResetAction::from_name("reboot"), None);
+    }
+
+    #[test]
+    fn end_actions_have_names() {
+        for a in EndAction::ALL {
+            assert_eq!(EndAction::from_name(a.name()), Some(a));
+        }
+        assert_eq!(EndAction::from_name("fault"), None);
     }
 
     #[test]

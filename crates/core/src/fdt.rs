@@ -250,7 +250,7 @@ fn strings(values: &[&str]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::board::QEMU_VIRT;
-    use crate::config::{ImageConfig, InitrdConfig, MemoryRegion, ResetAction, VmKind};
+    use crate::config::{EndAction, ImageConfig, InitrdConfig, MemoryRegion, ResetAction, VmKind};
     use alloc::vec;
     use fdt::Fdt;
 
@@ -288,6 +288,8 @@ mod tests {
                 DeviceConfig::TestDev { base: 0x0a00_0000 },
             ],
             on_reset: ResetAction::Restart,
+            on_fault: EndAction::Stop,
+            on_poweroff: EndAction::Stop,
             timer: crate::config::TimerMode::Virtual,
             irqs: vec![],
         }
