@@ -1,7 +1,10 @@
 //! A virtual machine: its memory regions, stage-2 map, emulated devices, console and single
 //! vCPU, and its lifecycle: build from the configuration and bundled image, switch its vCPU
-//! on and off the CPU, stop (clean or fault) and restart after SYSTEM_RESET with clean memory
-//! and fresh devices. When it runs is the CPU scheduler's decision, not the VM's.
+//! on and off the CPU, and end a boot (SYSTEM_RESET, power-off or fault) by stopping for good
+//! or restarting with clean memory, fresh devices, a fresh virtual GIC and vCPU, as its
+//! configured policy (`on_reset`, `on_poweroff`, `on_fault`) says. A restart allocates what
+//! it frees, nothing more: the heap in use is printed each time the VM starts so tests can
+//! check it. When it runs is the CPU scheduler's decision, not the VM's.
 //!
 //! A `Vm` is owned by the physical CPU that runs it. It must never touch memory outside its
 //! own regions; everything it maps comes from the validated configuration.
@@ -11,7 +14,7 @@ use alloc::vec::Vec;
 
 use partita_core::board::Board;
 use partita_core::bundle::VmImages;
-use partita_core::config::{ResetAction, TimerMode, VmConfig, DTB_SIZE};
+use partita_core::config::{EndAction, ResetAction, TimerMode, VmConfig, DTB_SIZE};
 use partita_core::fdt::guest_fdt;
 
 use crate::arch::aarch64::gic;
@@ -21,6 +24,7 @@ use crate::arch::aarch64::timer;
 use crate::arch::aarch64::vectors::Exit;
 use crate::console::VmConsole;
 use crate::devices::Devices;
+use crate::heap;
 use crate::input;
 use crate::memory::{self, GuestMemory};
 use crate::println;
@@ -57,6 +61,17 @@ pub struct Vm {
     pub vcpu: Vcpu,
     /// The rebuild in progress, if the VM is being (re)built.
     rebuild: Option<Rebuild>,
+}
+
+/// How a boot of a VM ended; each has its own policy in the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootEnd {
+    /// PSCI SYSTEM_RESET (`on_reset`).
+    Reset,
+    /// PSCI SYSTEM_OFF or CPU_OFF of its only vCPU (`on_poweroff`).
+    PowerOff,
+    /// A fault Partita cannot reflect back into the guest (`on_fault`), already reported.
+    Fault,
 }
 
 /// Bytes of guest memory rebuilt at a time: about 5 us of emulated time (zeroing with
@@ -205,6 +220,9 @@ impl Vm {
         let load = self.config.load_address().unwrap_or(0);
         let dtb = self.config.dtb_address().unwrap_or(0);
         self.vcpu = Vcpu::new(load, dtb, self.physical_timer);
+        if self.boots > 1 {
+            self.announce_start();
+        }
         true
     }
 
@@ -250,8 +268,15 @@ impl Vm {
         self.memory.iter().any(|m| m.contains(ipa, len))
     }
 
+    /// The VM starts a boot: with the heap in use then, which is the same at the start of
+    /// every boot when restarts leak nothing.
     pub fn announce_start(&self) {
-        println!("vm {}: starting (boot {})", self.name, self.boots);
+        println!(
+            "vm {}: starting (boot {}, heap {} B)",
+            self.name,
+            self.boots,
+            heap::in_use()
+        );
     }
 
     /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
@@ -300,20 +325,32 @@ impl Vm {
         timer::virtual_deadline(self.counter_offset)
     }
 
-    /// PSCI SYSTEM_RESET of the switched-out VM: its rebuild begins (the scheduler runs it
-    /// piece by piece) and it restarts with the boot count one higher; or it is stopped as
-    /// faulted (`on_reset = "fault"`).
-    pub fn reset(&mut self) -> Option<Stop> {
+    /// The switched-out VM's boot ended as `end`: its rebuild begins (the scheduler runs it
+    /// piece by piece and it restarts with the boot count one higher; `None`), or it stops
+    /// for good, as its policy for that ending says.
+    pub fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
         self.console.flush_partial();
-        if self.config.on_reset == ResetAction::Fault {
-            println!(
-                "vm {}: reset requested; stopped (on_reset = \"fault\")",
-                self.name
-            );
-            return Some(Stop::Fault);
+        match end {
+            BootEnd::Reset if self.config.on_reset == ResetAction::Fault => {
+                println!(
+                    "vm {}: reset requested; stopped (on_reset = \"fault\")",
+                    self.name
+                );
+                return Some(Stop::Fault);
+            }
+            BootEnd::Reset => println!("vm {}: reset (boot {})", self.name, self.boots + 1),
+            BootEnd::PowerOff if self.config.on_poweroff == EndAction::Stop => {
+                return Some(Stop::Clean)
+            }
+            BootEnd::PowerOff => println!(
+                "vm {}: powered off; restarting (boot {})",
+                self.name,
+                self.boots + 1
+            ),
+            BootEnd::Fault if self.config.on_fault == EndAction::Stop => return Some(Stop::Fault),
+            BootEnd::Fault => {}
         }
         self.boots += 1;
-        println!("vm {}: reset (boot {})", self.name, self.boots);
         self.begin_load();
         None
     }
@@ -331,9 +368,17 @@ impl Vm {
         self.release_interrupts();
     }
 
-    /// Stops the VM because of a guest fault Partita cannot reflect back into it.
+    /// Ends the VM's boot because of a guest fault Partita cannot reflect back into it; the
+    /// console line says what `on_fault` makes of it.
     pub fn fault(&self, reason: core::fmt::Arguments) -> Outcome {
-        println!("vm {}: fault: {reason}; stopped", self.name);
+        match self.config.on_fault {
+            EndAction::Stop => println!("vm {}: fault: {reason}; stopped", self.name),
+            EndAction::Restart => println!(
+                "vm {}: fault: {reason}; restarting (boot {})",
+                self.name,
+                self.boots + 1
+            ),
+        }
         Outcome::Stop(Stop::Fault)
     }
 }
