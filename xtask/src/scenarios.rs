@@ -20,6 +20,9 @@ pub enum Expect {
     CountAtLeast(&'static str, usize),
     /// Every line that matches the first pattern also matches the second (and one does).
     Every(&'static str, &'static str),
+    /// At least two lines match the pattern and all show the same word after the key (the
+    /// heap in use at every boot of a restarting VM: `Steady(pattern, "heap ")`).
+    Steady(&'static str, &'static str),
 }
 
 /// How a scenario's run must end.
@@ -177,7 +180,14 @@ const AFTER_LINUX_OFF: End = End::StopWhen(StopWhen {
     count: 3,
 });
 
-pub const SCENARIOS: [Scenario; 16] = [
+/// Restart lines of a VM (each with the heap in use as it starts) and its power-off restarts.
+const LINUX_STARTS: &str = "[partita] vm linux: starting (boot *, heap * B)";
+const LINUX_RESTARTED: &str = "[partita] vm linux: powered off; restarting (boot *)";
+const PROBE_STARTS: &str = "[partita] vm probe: starting (boot *, heap * B)";
+const PROBE_RESTARTED: &str = "[partita] vm probe: fault: *; restarting (boot *)";
+const HEAP: &str = "heap ";
+
+pub const SCENARIOS: [Scenario; 18] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -397,7 +407,86 @@ pub const SCENARIOS: [Scenario; 16] = [
             Expect::NoLine(PANIC),
         ],
     },
+    Scenario {
+        // Fault containment: Linux powers off as soon as its job starts and
+        // `on_poweroff = "restart"` rebuilds it, 20 times, while FreeRTOS keeps its deadlines
+        // on the same CPU; the heap in use is the same at every boot (nothing leaks).
+        name: "linux-restart-loop",
+        boot: Boot::Partita("configs/tests/linux-restarts.toml"),
+        job: Some("poweroff -f"),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::StopWhen(StopWhen {
+            after: Some("[partita] vm linux: starting (boot 21, *"),
+            pattern: FREERTOS_RT,
+            count: 1,
+        }),
+        // About 3.5 s per restart on a busy 2-core host (the 1 GiB rebuild and the boot).
+        timeout_secs: 300,
+        expect: &[
+            Expect::CountAtLeast(LINUX_RESTARTED, 20),
+            Expect::CountAtLeast(LINUX_JOB_START, 20),
+            Expect::Steady(LINUX_STARTS, HEAP),
+            Expect::CountAtLeast(FREERTOS_RT, 5),
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::Count("[partita] vm freertos: starting (boot *", 1),
+            Expect::NoLine(FREERTOS_FAULT),
+            Expect::NoLine(LINUX_FAULT),
+            Expect::NoLine("[partita] vm linux: reset*"),
+            Expect::NoLine(PANIC),
+        ],
+    },
+    Scenario {
+        // Fault containment: the probe faults at every boot and `on_fault = "restart"`
+        // rebuilds it each time; FreeRTOS on the same CPU keeps running (its greetings go on
+        // after the 20th restart, which ends the run) and the heap stays the same. Without
+        // -icount: under it each restart costs QEMU far more host time (retranslating the
+        // rebuilt guest) than the guest time it takes, so a greeting would be minutes away.
+        name: "probe-crash-restart",
+        boot: Boot::Partita("configs/tests/probe-crash-restart.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: false,
+        end: End::StopWhen(StopWhen {
+            after: Some("[partita] vm probe: starting (boot 21, *"),
+            pattern: "[freertos] hello from FreeRTOS task 1",
+            count: 2,
+        }),
+        timeout_secs: 60,
+        expect: &[
+            Expect::CountAtLeast(PROBE_RESTARTED, 20),
+            Expect::CountAtLeast("[probe] probe: crashing on purpose", 20),
+            Expect::Steady(PROBE_STARTS, HEAP),
+            Expect::Count("[partita] vm freertos: starting (boot *", 1),
+            Expect::NoLine("[partita] vm probe: fault: *; stopped"),
+            Expect::NoLine(FREERTOS_FAULT),
+            Expect::NoLine(PANIC),
+        ],
+    },
 ];
+
+/// The word after `key` in `line`, if the key is there.
+fn word_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let (_, rest) = line.split_once(key)?;
+    rest.split_whitespace().next()
+}
+
+/// What is wrong with the lines matching `pattern` not all showing the same word after `key`.
+fn steady(output: &str, pattern: &str, key: &str) -> Option<String> {
+    let all: Vec<&str> = console_lines(output)
+        .filter(|l| matches(pattern, l))
+        .collect();
+    let [first, rest @ ..] = all.as_slice() else {
+        return Some(format!("no line matches \"{pattern}\""));
+    };
+    if rest.is_empty() {
+        return Some(format!("only one line matches \"{pattern}\""));
+    }
+    let want = word_after(first, key);
+    rest.iter()
+        .find(|l| word_after(l, key) != want)
+        .map(|l| format!("line \"{l}\" changed \"{key}\" from \"{first}\""))
+}
 
 /// Whether `line` matches `pattern`, where each `*` matches any text.
 pub fn matches(pattern: &str, line: &str) -> bool {
@@ -461,6 +550,7 @@ pub fn verdict(scenario: &Scenario, ended: RunEnd, output: &str) -> Vec<String> 
                 "{} line(s) match \"{p}\", expected at least {n}",
                 count(p)
             )),
+            Expect::Steady(p, key) => problems.extend(steady(output, p, key)),
             Expect::Every(p, q) => {
                 let all: Vec<&str> = console_lines(output).filter(|l| matches(p, l)).collect();
                 if let Some(bad) = all.iter().find(|l| !matches(q, l)) {
@@ -576,6 +666,23 @@ mod tests {
             verdict(&at_least, RunEnd::Stopped, "a\na\n"),
             ["stopped without a stop condition"]
         );
+    }
+
+    #[test]
+    fn steady_values_stay_the_same() {
+        let p = "vm x: starting (boot *, heap * B)";
+        let same = "vm x: starting (boot 1, heap 40 B)\nvm x: starting (boot 2, heap 40 B)\n";
+        assert_eq!(steady(same, p, "heap "), None);
+        let grew = "vm x: starting (boot 1, heap 40 B)\nvm x: starting (boot 2, heap 48 B)\n";
+        assert_eq!(
+            steady(grew, p, "heap ").as_deref(),
+            Some("line \"vm x: starting (boot 2, heap 48 B)\" changed \"heap \" from \"vm x: starting (boot 1, heap 40 B)\"")
+        );
+        assert_eq!(
+            steady("vm x: starting (boot 1, heap 40 B)\n", p, "heap ").as_deref(),
+            Some("only one line matches \"vm x: starting (boot *, heap * B)\"")
+        );
+        assert!(steady("", p, "heap ").is_some());
     }
 
     #[test]
