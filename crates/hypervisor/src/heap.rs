@@ -2,7 +2,7 @@
 //!
 //! VM structures, stage-2 tables and generated device trees come from here. Allocation failure
 //! is a Partita sizing bug and panics; it must never be reachable from a guest action. The
-//! bytes in use are reported on every VM restart, so a test can show restarts leak nothing.
+//! bytes in use are reported at every VM boot, so a test can show restarts leak nothing.
 
 use buddy_system_allocator::LockedHeap;
 
