@@ -143,9 +143,9 @@ const LOAD_JOB: &str = "hackbench -g 4 -l 2000 && stress-ng --cpu 1 --timeout 5s
 /// A lighter load for the split system, whose two emulated CPUs take twice the host time.
 const SPLIT_LOAD_JOB: &str = "hackbench -g 4 -l 200 && stress-ng --cpu 1 --timeout 2s";
 /// The split system: both VMs run and FreeRTOS outlives Linux. Its deadline misses are not
-/// asserted: under -icount QEMU runs the two CPUs in turn on one host thread, and while
-/// CPU 1 is busy CPU 0's timer interrupts are taken late in virtual time (an emulation
-/// artefact, not Partita's: CPU 0 has no other VM and takes no lock CPU 1 holds).
+/// asserted: under -icount QEMU 7.2 runs the two CPUs in turn on one host thread and CPU 0
+/// waits for the end of CPU 1's turn (docs/design.md, "Time on QEMU with more than one
+/// CPU", has the measurements).
 const SPLIT_BESIDE_LINUX: &[Expect] = &[
     Expect::Line("[freertos] hello from FreeRTOS task 1"),
     Expect::Line("*Time: *"),
