@@ -140,7 +140,8 @@ const FREERTOS_FAULT: &str = "[partita] vm freertos: fault: *";
 const LINUX_POWERED_OFF: &str = "[partita] vm linux: powered off";
 /// The load Linux runs beside FreeRTOS on the shared CPU (issue 4).
 const LOAD_JOB: &str = "hackbench -g 4 -l 2000 && stress-ng --cpu 1 --timeout 5s";
-/// A lighter load for the split system, whose two emulated CPUs take twice the host time.
+/// A lighter load, for the split system (whose two emulated CPUs take twice the host time)
+/// and for the variants of the shared one.
 const SPLIT_LOAD_JOB: &str = "hackbench -g 4 -l 200 && stress-ng --cpu 1 --timeout 2s";
 /// The split system: both VMs run and FreeRTOS outlives Linux. Its deadline misses are not
 /// asserted: under -icount QEMU 7.2 runs the two CPUs in turn on one host thread and CPU 0
@@ -170,6 +171,19 @@ const BESIDE_LINUX: &[Expect] = &[
     Expect::NoLine(LINUX_FAULT),
     Expect::NoLine(FREERTOS_FAULT),
 ];
+/// FreeRTOS ticking on the passed-through EL1 physical timer beside a loaded Linux.
+const PHYSICAL_TICK_BESIDE_LINUX: &[Expect] = &[
+    Expect::Line("[freertos] tick: physical timer, interrupt 30"),
+    Expect::Line("[freertos] hello from FreeRTOS task 1"),
+    Expect::Line("*Time: *"),
+    Expect::Line("[linux] stress-ng: info: * successful run completed in *"),
+    Expect::Line("[linux] partita: job exit 0"),
+    Expect::Line(LINUX_POWERED_OFF),
+    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+    Expect::NoLine(PANIC),
+    Expect::NoLine(LINUX_FAULT),
+    Expect::NoLine(FREERTOS_FAULT),
+];
 /// Three more FreeRTOS lines once Linux has powered off.
 const AFTER_LINUX_OFF: End = End::StopWhen(StopWhen {
     after: Some(LINUX_POWERED_OFF),
@@ -177,7 +191,7 @@ const AFTER_LINUX_OFF: End = End::StopWhen(StopWhen {
     count: 3,
 });
 
-pub const SCENARIOS: [Scenario; 16] = [
+pub const SCENARIOS: [Scenario; 17] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -345,6 +359,16 @@ pub const SCENARIOS: [Scenario; 16] = [
         // About 25 s of virtual time: 4 minutes on an idle host, more on a busy one.
         timeout_secs: 900,
         expect: BESIDE_LINUX,
+    },
+    Scenario {
+        name: "physical-timer-linux-load",
+        boot: Boot::Partita("configs/tests/physical-timer.toml"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: PHYSICAL_TICK_BESIDE_LINUX,
     },
     Scenario {
         name: "default-linux-reboot",
