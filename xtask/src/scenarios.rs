@@ -191,7 +191,7 @@ const AFTER_LINUX_OFF: End = End::StopWhen(StopWhen {
     count: 3,
 });
 
-pub const SCENARIOS: [Scenario; 17] = [
+pub const SCENARIOS: [Scenario; 18] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -240,6 +240,24 @@ pub const SCENARIOS: [Scenario; 17] = [
             Expect::NoLine(PROBE_FAILED),
             Expect::NoLine(PANIC),
             Expect::NoLine(PROBE_FAULT),
+        ],
+    },
+    Scenario {
+        name: "probe-spi",
+        boot: Boot::Partita("configs/tests/probe-spi.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: &[
+            Expect::Line(
+                "[spi] probe: spi 40: 10 of 10 delivered; spi 41 (not owned): not delivered",
+            ),
+            Expect::Line("[probe] probe: all * checks passed"),
+            Expect::Line("[partita] vm spi: powered off"),
+            Expect::NoLine(PANIC),
+            Expect::NoLine("[partita] vm spi: fault: *"),
         ],
     },
     Scenario {
