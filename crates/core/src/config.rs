@@ -357,7 +357,16 @@ fn validate_vm(
     }
     validate_bootargs(&vm.bootargs).map_err(|m| ConfigError::new(key("bootargs"), m))?;
     validate_devices(board, vm, i)?;
+    validate_device_tree(board, vm).map_err(|m| ConfigError::new(key("device"), m))?;
     validate_image(vm, i)
+}
+
+/// The device tree Partita generates for the VM must fit the `DTB_SIZE` bytes reserved for
+/// it (many devices could overflow it): `guest_fdt` says so.
+fn validate_device_tree(board: &Board, vm: &VmConfig) -> Result<(), String> {
+    crate::fdt::guest_fdt(vm, board, &[0; 32])
+        .map(drop)
+        .map_err(|e| format!("{e}"))
 }
 
 fn validate_bootargs(bootargs: &str) -> Result<(), String> {
