@@ -11,7 +11,9 @@
 //! - default: run every check, then power off (or crash on purpose if one failed);
 //! - `crash`: point VBAR_EL1 outside guest memory and touch unmapped memory, so Partita must
 //!   stop the VM as faulted;
-//! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off.
+//! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off;
+//! - `spi` (with `spi=<n>`): receive a physical SPI of the VM's destination table, and not
+//!   one it does not own (`spi.rs`).
 #![no_std]
 #![no_main]
 
@@ -22,6 +24,7 @@ mod exceptions;
 mod mmio;
 mod platform;
 mod smccc_calls;
+mod spi;
 
 use core::panic::PanicInfo;
 
@@ -41,6 +44,7 @@ enum Mode {
     Checks,
     Crash,
     Reset,
+    Spi,
 }
 
 impl Mode {
@@ -51,6 +55,7 @@ impl Mode {
             .find_map(|arg| match arg {
                 "crash" => Some(Mode::Crash),
                 "reset" => Some(Mode::Reset),
+                "spi" => Some(Mode::Spi),
                 "checks" => Some(Mode::Checks),
                 _ => None,
             })
@@ -72,6 +77,7 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::Checks => run_checks(&platform),
         Mode::Crash => crash(),
         Mode::Reset => reset(&platform),
+        Mode::Spi => spi::run(&platform),
     }
 }
 
@@ -104,7 +110,7 @@ fn reset(platform: &Platform) -> ! {
     crash()
 }
 
-fn power_off() -> ! {
+pub fn power_off() -> ! {
     smccc_calls::system_off();
     println!("probe: SYSTEM_OFF returned");
     crash()
