@@ -11,7 +11,10 @@
 //! - default: run every check, then power off (or crash on purpose if one failed);
 //! - `crash`: point VBAR_EL1 outside guest memory and touch unmapped memory, so Partita must
 //!   stop the VM as faulted;
-//! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off.
+//! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off;
+//! - `hostile`: run the numbered hostile probes (`hostile`), then power off;
+//! - `wreck`: destroy its own vectors and translation tables, so Partita must stop the VM;
+//! - `spin`: loop forever with interrupts masked, never trapping.
 #![no_std]
 #![no_main]
 
@@ -19,6 +22,7 @@ mod boot;
 mod checks;
 mod console;
 mod exceptions;
+mod hostile;
 mod mmio;
 mod platform;
 mod smccc_calls;
@@ -41,6 +45,9 @@ enum Mode {
     Checks,
     Crash,
     Reset,
+    Hostile,
+    Wreck,
+    Spin,
 }
 
 impl Mode {
@@ -52,6 +59,9 @@ impl Mode {
                 "crash" => Some(Mode::Crash),
                 "reset" => Some(Mode::Reset),
                 "checks" => Some(Mode::Checks),
+                "hostile" => Some(Mode::Hostile),
+                "wreck" => Some(Mode::Wreck),
+                "spin" => Some(Mode::Spin),
                 _ => None,
             })
             .unwrap_or(Mode::Checks)
@@ -72,6 +82,12 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::Checks => run_checks(&platform),
         Mode::Crash => crash(),
         Mode::Reset => reset(&platform),
+        Mode::Hostile => {
+            hostile::run_all(&platform);
+            power_off()
+        }
+        Mode::Wreck => hostile::wreck::wreck(),
+        Mode::Spin => hostile::wreck::spin(),
     }
 }
 
