@@ -177,7 +177,7 @@ const AFTER_LINUX_OFF: End = End::StopWhen(StopWhen {
     count: 3,
 });
 
-pub const SCENARIOS: [Scenario; 16] = [
+pub const SCENARIOS: [Scenario; 17] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -394,6 +394,32 @@ pub const SCENARIOS: [Scenario; 16] = [
             Expect::Line("[linux] partita: job exit 0"),
             Expect::Line(LINUX_POWERED_OFF),
             Expect::Line("[partita] all VMs stopped, at least one faulted"),
+            Expect::NoLine(PANIC),
+        ],
+    },
+    // The hostile probe suite (issue 6): `hostile::report` judges each probe; these lines
+    // are the outline. It runs until FreeRTOS has reported three more seconds after the
+    // last probe (the spinning VM never stops).
+    Scenario {
+        name: crate::hostile::SCENARIO,
+        boot: Boot::Partita("configs/tests/hostile.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::StopWhen(StopWhen {
+            after: Some("[hostile] hostile: done, *"),
+            pattern: FREERTOS_RT,
+            count: 3,
+        }),
+        timeout_secs: 300,
+        expect: &[
+            Expect::Line("[hostile] hostile: done, * probes, 0 breaches"),
+            Expect::NoLine("[hostile] hostile: probe * BREACH *"),
+            Expect::Line("[partita] vm wreck: fault: *"),
+            Expect::Line("[spin] hostile: spin: *"),
+            Expect::Line("[partita] vm hostile: powered off"),
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::NoLine(FREERTOS_FAULT),
             Expect::NoLine(PANIC),
         ],
     },

@@ -25,3 +25,17 @@ fn test_only_with_an_unknown_scenario_names_the_known_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn scenario_with_an_unknown_name_names_the_known_ones() {
+    let out = xtask(&["scenario", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(
+            "xtask: error: scenario: no scenario named \"nope\"; known: probe-cortex-a72, "
+        ),
+        "{err}"
+    );
+    assert!(err.contains(", hostile"), "{err}");
+}
