@@ -25,6 +25,13 @@ const RT_NO_MISS: &str = "[freertos] rt: samples=* misses=0";
 const RT_AFTER_DONE: usize = 3;
 const PANIC: &str = "[partita] panic: *";
 const HOSTILE_OFF: &str = "[partita] vm hostile: powered off";
+/// The probes only the host can judge, numbered after the probe VM's, in this order.
+const HOST_PROBES: [&str; 4] = [
+    "wreck-vectors-tables",
+    "spin-never-yields",
+    "rtos-deadlines",
+    "partita-intact",
+];
 /// VMs that must never be stopped: FreeRTOS (the victim), the probe VM (its probes expect to
 /// survive) and the spinning VM (spinning is not a fault).
 const MUST_NOT_STOP: [&str; 3] = [
@@ -167,7 +174,7 @@ fn host_probes(lines: &[&str], report: &mut Report) {
         (None, _) => Some("the wreck VM never started wrecking".to_string()),
         _ => Some("the wreck VM was not stopped as faulted".to_string()),
     };
-    report.push("wreck-vectors-tables", "vm-stopped", wreck);
+    report.push(HOST_PROBES[0], "vm-stopped", wreck);
 
     let done = find(lines, DONE_LINE);
     let spin = match (find(lines, SPINNING), done) {
@@ -175,7 +182,7 @@ fn host_probes(lines: &[&str], report: &mut Report) {
         (None, _) => Some("the spinning VM never started".to_string()),
         _ => Some("the probe VM did not finish while the spinning VM ran".to_string()),
     };
-    report.push("spin-never-yields", "preempted", spin);
+    report.push(HOST_PROBES[1], "preempted", spin);
 
     let rt: Vec<(usize, &&str)> = lines
         .iter()
@@ -193,7 +200,7 @@ fn host_probes(lines: &[&str], report: &mut Report) {
         )),
         None => None,
     };
-    report.push("rtos-deadlines", "misses=0", deadlines);
+    report.push(HOST_PROBES[2], "misses=0", deadlines);
 
     let intact = if let Some(panic) = lines.iter().find(|l| matches(PANIC, l)) {
         Some(format!("Partita panicked: \"{panic}\""))
@@ -207,7 +214,7 @@ fn host_probes(lines: &[&str], report: &mut Report) {
     } else {
         None
     };
-    report.push("partita-intact", "no panic", intact);
+    report.push(HOST_PROBES[3], "no panic", intact);
 }
 
 #[cfg(test)]
@@ -273,6 +280,33 @@ mod tests {
                 "hostile: probe 34 rtos-deadlines: BREACH FreeRTOS missed a deadline: \"[freertos] rt: samples=4000 max_ns=1 mean_ns=1 misses=2\" (expected misses=0)",
             ]
         );
+    }
+
+    /// docs/security.md numbers every probe as the probe VM's table and this report do.
+    #[test]
+    fn the_security_page_lists_every_probe_in_order() {
+        let root = crate::paths::root();
+        let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+        let table = read("guests/probe/src/hostile/mod.rs");
+        let mut names: Vec<String> = table
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("probe(\""))
+            .filter_map(|l| l.split('"').next())
+            .map(str::to_string)
+            .collect();
+        names.extend(HOST_PROBES.iter().map(|name| name.to_string()));
+        let documented: Vec<String> = read("docs/security.md")
+            .lines()
+            .filter_map(|l| l.strip_prefix("| "))
+            .filter(|l| l.as_bytes().first().is_some_and(u8::is_ascii_digit))
+            .enumerate()
+            .map(|(i, l)| {
+                let (number, rest) = l.split_once(" | ").unwrap();
+                assert_eq!(number, format!("{:02}", i + 1));
+                rest.split(" | ").next().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(documented, names);
     }
 
     #[test]

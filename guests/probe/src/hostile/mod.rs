@@ -15,6 +15,7 @@ mod devices;
 mod forms;
 mod gic;
 mod memory;
+mod mmu;
 mod sysregs;
 pub mod wreck;
 
@@ -98,6 +99,10 @@ pub const PROBES: &[Probe] = &[
     probe("exclusive-no-syndrome",   AbortInjected,     forms::exclusives),
     probe("unaligned-device",        AbortInjected,     forms::unaligned),
     probe("dc-civac-foreign",        Contained,         forms::cache_maintenance_foreign),
+    probe("s1-walk-foreign-table",   AbortInjected,     mmu::walk_foreign_table),
+    probe("s1-device-alias",         Emulated,          mmu::device_alias),
+    probe("s1-foreign-page",         AbortInjected,     mmu::foreign_page),
+    probe("exec-foreign",            AbortInjected,     mmu::exec_foreign),
     probe("cpu-on-bad-targets",      Ignored,           calls::cpu_on_bad_targets),
     probe("affinity-info-bad",       Ignored,           calls::affinity_info_bad),
     probe("psci-unimplemented",      Ignored,           calls::psci_unimplemented),
