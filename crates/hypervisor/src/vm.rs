@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 
 use partita_core::board::Board;
 use partita_core::bundle::VmImages;
-use partita_core::config::{ResetAction, TimerMode, VmConfig, DTB_SIZE};
-use partita_core::fdt::guest_fdt;
+use partita_core::config::{ResetAction, TimerMode, VmConfig};
+use partita_core::fdt::GuestFdt;
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::stage2::Stage2Map;
@@ -57,6 +57,8 @@ pub struct Vm {
     pub vcpu: Vcpu,
     /// The rebuild in progress, if the VM is being (re)built.
     rebuild: Option<Rebuild>,
+    /// The VM's device tree, written once; each boot stamps its own seed into a copy.
+    fdt: GuestFdt,
 }
 
 /// Bytes of guest memory rebuilt at a time: about 5 us of emulated time (zeroing with
@@ -133,6 +135,8 @@ impl Vm {
             timer_ppi_active: false,
             vcpu: Vcpu::new(0, 0, physical_timer),
             rebuild: None,
+            fdt: GuestFdt::new(config, board)
+                .unwrap_or_else(|e| panic!("vm {}: device tree: {e}", config.name)),
         };
         vm.load();
         for &intid in &vm.forwarded {
@@ -151,13 +155,8 @@ impl Vm {
     /// device tree copied in a piece at a time by `rebuild_step`.
     fn begin_load(&mut self) {
         let seed = seed::for_vm(self.index, self.boots);
-        let fdt = match guest_fdt(self.config, self.board, &seed) {
-            Ok(fdt) if fdt.len() as u64 <= DTB_SIZE => fdt,
-            Ok(fdt) => panic!("vm {}: device tree of {} bytes", self.name, fdt.len()),
-            Err(e) => panic!("vm {}: device tree: {e}", self.name),
-        };
         let rebuild = Rebuild {
-            fdt,
+            fdt: self.fdt.with_seed(&seed),
             region: 0,
             offset: 0,
         };
