@@ -5,7 +5,8 @@
 //! or `... BREACH <what>`) and ends with `hostile: done, <n> probes, <b> breaches`; every
 //! number from 1 to n must appear exactly once. The outcomes a VM cannot report on itself
 //! are host probes numbered after them: the wreck VM stopped as faulted, the spinning VM
-//! preempted, FreeRTOS's deadlines all met, Partita intact. The report ends with exactly one
+//! preempted, the resetting VM restarted 49 times, FreeRTOS's deadlines all met, Partita
+//! intact. The report ends with exactly one
 //! line `hostile: probes=<n> breaches=<b>`. This module only reads text; it never runs QEMU.
 
 use crate::scenarios::{console_lines, matches};
@@ -19,6 +20,8 @@ const DONE_LINE: &str = "[hostile] hostile: done, * probes, * breaches";
 const WRECKING: &str = "[wreck] hostile: wreck: destroying*";
 const WRECK_STOPPED: &str = "[partita] vm wreck: fault: *; stopped";
 const SPINNING: &str = "[spin] hostile: spin: looping*";
+const RESET_DONE: &str = "[resetloop] hostile: resetloop: 50 boots, now waiting forever";
+const RESET_FIFTY: &str = "[partita] vm resetloop: reset (boot 50)";
 const RT_LINE: &str = "[freertos] rt: samples=*";
 const RT_NO_MISS: &str = "[freertos] rt: samples=* misses=0";
 /// FreeRTOS lines that must follow the probe VM's last line: it outlived the attacks.
@@ -26,18 +29,22 @@ const RT_AFTER_DONE: usize = 3;
 const PANIC: &str = "[partita] panic: *";
 const HOSTILE_OFF: &str = "[partita] vm hostile: powered off";
 /// The probes only the host can judge, numbered after the probe VM's, in this order.
-const HOST_PROBES: [&str; 4] = [
+const HOST_PROBES: [&str; 5] = [
     "wreck-vectors-tables",
     "spin-never-yields",
+    "reset-storm",
     "rtos-deadlines",
     "partita-intact",
 ];
 /// VMs that must never be stopped: FreeRTOS (the victim), the probe VM (its probes expect to
-/// survive) and the spinning VM (spinning is not a fault).
-const MUST_NOT_STOP: [&str; 3] = [
+/// survive), the spinning VM (spinning is not a fault) and the resetting one (resets are
+/// restarts).
+const MUST_NOT_STOP: [&str; 5] = [
     "[partita] vm freertos: fault*",
     "[partita] vm hostile: fault*",
     "[partita] vm spin: fault*",
+    "[partita] vm resetloop: fault*",
+    "[partita] vm resetloop: reset requested; stopped*",
 ];
 
 /// One probe's line of the report.
@@ -184,6 +191,13 @@ fn host_probes(lines: &[&str], report: &mut Report) {
     };
     report.push(HOST_PROBES[1], "preempted", spin);
 
+    let resets = match (find(lines, RESET_FIFTY), find(lines, RESET_DONE)) {
+        (Some(_), Some(_)) => None,
+        (None, _) => Some("the resetting VM never reached boot 50".to_string()),
+        _ => Some("the resetting VM did not report its 50th boot".to_string()),
+    };
+    report.push(HOST_PROBES[2], "restarted", resets);
+
     let rt: Vec<(usize, &&str)> = lines
         .iter()
         .enumerate()
@@ -200,7 +214,7 @@ fn host_probes(lines: &[&str], report: &mut Report) {
         )),
         None => None,
     };
-    report.push(HOST_PROBES[2], "misses=0", deadlines);
+    report.push(HOST_PROBES[3], "misses=0", deadlines);
 
     let intact = if let Some(panic) = lines.iter().find(|l| matches(PANIC, l)) {
         Some(format!("Partita panicked: \"{panic}\""))
@@ -214,7 +228,7 @@ fn host_probes(lines: &[&str], report: &mut Report) {
     } else {
         None
     };
-    report.push(HOST_PROBES[3], "no panic", intact);
+    report.push(HOST_PROBES[4], "no panic", intact);
 }
 
 #[cfg(test)]
@@ -226,6 +240,8 @@ mod tests {
             "[wreck] hostile: wreck: destroying vectors and translation tables".to_string(),
             "[partita] vm wreck: fault: prefetch abort at pc 0x4000, but its vector 0x1 is not in the VM's memory; stopped".to_string(),
             "[spin] hostile: spin: looping forever with interrupts masked".to_string(),
+            RESET_FIFTY.to_string(),
+            RESET_DONE.to_string(),
         ];
         for n in 1..=vm_probes {
             lines.push(format!(
@@ -249,13 +265,13 @@ mod tests {
     fn a_clean_run_reports_every_probe_and_no_breach() {
         let report = report(&console(31, &[]));
         let lines = report.lines();
-        assert_eq!(lines.len(), 31 + 4 + 1);
+        assert_eq!(lines.len(), 31 + 5 + 1);
         assert_eq!(lines[6], "hostile: probe 07 p7: abort-injected ok");
         assert_eq!(
             lines[31],
             "hostile: probe 32 wreck-vectors-tables: vm-stopped ok"
         );
-        assert_eq!(lines[35], "hostile: probes=35 breaches=0");
+        assert_eq!(lines[36], "hostile: probes=36 breaches=0");
         assert!(report.problems().is_empty());
     }
 
@@ -277,7 +293,7 @@ mod tests {
             [
                 "hostile: probe 05 p5: BREACH read 0x1 (expected abort-injected)",
                 "hostile: probe 09 (unnamed): BREACH no report",
-                "hostile: probe 34 rtos-deadlines: BREACH FreeRTOS missed a deadline: \"[freertos] rt: samples=4000 max_ns=1 mean_ns=1 misses=2\" (expected misses=0)",
+                "hostile: probe 35 rtos-deadlines: BREACH FreeRTOS missed a deadline: \"[freertos] rt: samples=4000 max_ns=1 mean_ns=1 misses=2\" (expected misses=0)",
             ]
         );
     }
@@ -312,7 +328,7 @@ mod tests {
     #[test]
     fn too_few_probes_a_panic_or_no_stop_are_breaches() {
         let report = report(&console(2, &["[partita] panic: oops"]));
-        assert_eq!(report.probes.len(), MIN_VM_PROBES + 4);
+        assert_eq!(report.probes.len(), MIN_VM_PROBES + HOST_PROBES.len());
         assert!(report.probes[2].breach);
         assert!(report
             .probes

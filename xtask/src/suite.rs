@@ -8,7 +8,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::build;
 use crate::hostile;
@@ -151,8 +151,9 @@ fn scenario_named(what: &str, name: &str) -> Result<&'static Scenario> {
     }
 }
 
-/// `cargo xtask scenario NAME`: builds, boots that one scenario and reports it; for the
-/// hostile suite, probe by probe and the `hostile: probes=<n> breaches=<b>` line last.
+/// `cargo xtask scenario NAME`: builds, boots that one scenario, keeps its console output in
+/// `build/tests/NAME.log` and reports it; for the hostile suite, probe by probe and the
+/// `hostile: probes=<n> breaches=<b>` line last.
 /// Returns whether it passed. An unknown name is an error before anything is built.
 pub fn run_one(name: &str) -> Result<bool> {
     let scenario = scenario_named("scenario", name)?;
@@ -161,6 +162,12 @@ pub fn run_one(name: &str) -> Result<bool> {
     let start = Instant::now();
     let run = boot(scenario)?;
     let took = start.elapsed().as_secs_f64();
+    let log = paths::scenario_image(scenario.name).with_extension("log");
+    std::fs::write(&log, &run.output).with_context(|| format!("cannot write {}", log.display()))?;
+    step(format!(
+        "console output in {}",
+        paths::shown(&log).display()
+    ));
     for problem in &run.problems {
         println!("       {problem}");
     }

@@ -14,7 +14,8 @@
 //! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off;
 //! - `hostile`: run the numbered hostile probes (`hostile`), then power off;
 //! - `wreck`: destroy its own vectors and translation tables, so Partita must stop the VM;
-//! - `spin`: loop forever with interrupts masked, never trapping.
+//! - `spin`: loop forever with interrupts masked, never trapping;
+//! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever.
 #![no_std]
 #![no_main]
 
@@ -48,6 +49,7 @@ enum Mode {
     Hostile,
     Wreck,
     Spin,
+    ResetLoop,
 }
 
 impl Mode {
@@ -62,6 +64,7 @@ impl Mode {
                 "hostile" => Some(Mode::Hostile),
                 "wreck" => Some(Mode::Wreck),
                 "spin" => Some(Mode::Spin),
+                "resetloop" => Some(Mode::ResetLoop),
                 _ => None,
             })
             .unwrap_or(Mode::Checks)
@@ -86,8 +89,9 @@ extern "C" fn probe_main(dtb: u64) -> ! {
             hostile::run_all(&platform);
             power_off()
         }
-        Mode::Wreck => hostile::wreck::wreck(),
-        Mode::Spin => hostile::wreck::spin(),
+        Mode::Wreck => hostile::lifecycle::wreck(),
+        Mode::Spin => hostile::lifecycle::spin(),
+        Mode::ResetLoop => hostile::lifecycle::reset_loop(&platform),
     }
 }
 

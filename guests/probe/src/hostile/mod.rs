@@ -6,18 +6,18 @@
 //! before each probe and counts an exception the probe did not consume as a breach too. Output,
 //! one line per probe: `hostile: probe 07 gicr-other-cpu: abort-injected ok` or
 //! `hostile: probe 07 gicr-other-cpu: BREACH <what happened>`, then `hostile: done, <n>
-//! probes, <b> breaches`. Probes that end their VM live in `wreck` (`mode=wreck`,
-//! `mode=spin`); the host scenario asserts those outcomes. Nothing here may touch memory the
+//! probes, <b> breaches`. Probes that end or restart their VM live in `lifecycle`
+//! (`mode=wreck`, `mode=spin`, `mode=resetloop`); the host scenario asserts those outcomes. Nothing here may touch memory the
 //! probe's own Rust code uses except through the documented attack addresses.
 
 mod calls;
 mod devices;
 mod forms;
 mod gic;
+pub mod lifecycle;
 mod memory;
 mod mmu;
 mod sysregs;
-pub mod wreck;
 
 use crate::checks::{Failure, Outcome};
 use crate::exceptions;

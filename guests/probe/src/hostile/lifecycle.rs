@@ -1,12 +1,15 @@
-//! The two hostile modes that must end or keep their VM, whose outcome the host scenario
+//! The hostile modes that end, restart or keep their VM, whose outcome the host scenario
 //! asserts: `wreck` destroys the probe's own exception vectors and points its translation
 //! tables at memory it does not own, then turns its MMU on, so Partita must stop the VM as
 //! faulted; `spin` masks every interrupt and loops without ever trapping, so the CPU's other
-//! VMs must keep their time through preemption alone.
+//! VMs must keep their time through preemption alone; `resetloop` asks for PSCI
+//! SYSTEM_RESET as soon as it boots, `RESETS` times in a row (each restart rebuilds its
+//! memory), then waits forever in WFI with nothing to wake it.
 
 use core::arch::asm;
 
-use crate::println;
+use crate::platform::Platform;
+use crate::{checks, println, smccc_calls};
 
 /// Translation table bases in memory the VM does not own: Partita's heap (TTBR0) and the
 /// FreeRTOS VM's RAM (TTBR1), physically.
@@ -75,5 +78,22 @@ pub fn spin() -> ! {
             "b 2b",
             options(noreturn, nostack)
         )
+    }
+}
+
+/// Boots of the reset loop: the last one stops resetting.
+const RESETS: u64 = 50;
+
+/// Resets at once on every boot up to `RESETS`, then sleeps forever.
+pub fn reset_loop(platform: &Platform) -> ! {
+    let boot = checks::boot_count(platform);
+    if boot < RESETS {
+        smccc_calls::system_reset();
+        println!("hostile: resetloop: SYSTEM_RESET returned at boot {boot}");
+    } else {
+        println!("hostile: resetloop: {boot} boots, now waiting forever");
+    }
+    loop {
+        aarch64_cpu::asm::wfi();
     }
 }
