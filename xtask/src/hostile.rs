@@ -5,14 +5,21 @@
 //! or `... BREACH <what>`) and ends with `hostile: done, <n> probes, <b> breaches`; every
 //! number from 1 to n must appear exactly once. The outcomes a VM cannot report on itself
 //! are host probes numbered after them: the wreck VM stopped as faulted, the spinning VM
-//! preempted, the resetting VM restarted 49 times, FreeRTOS's deadlines all met, Partita
-//! intact. The report ends with exactly one
+//! preempted, the resetting VM restarted 49 times, FreeRTOS's deadlines all met and its
+//! worst latency within budget, Partita intact. The report ends with exactly one
 //! line `hostile: probes=<n> breaches=<b>`. This module only reads text; it never runs QEMU.
 
 use crate::scenarios::{console_lines, matches};
 
-/// The scenario's name in `scenarios::SCENARIOS`.
+/// The scenarios in `scenarios::SCENARIOS` this report judges: the suite on Cortex-A72 and
+/// on QEMU's `max` CPU.
 pub const SCENARIO: &str = "hostile";
+pub const SCENARIO_MAX: &str = "hostile-max";
+
+/// Whether `scenario` is one of the hostile suite's.
+pub fn judges(scenario: &str) -> bool {
+    scenario == SCENARIO || scenario == SCENARIO_MAX
+}
 /// The fewest probes the probe VM may run: issue 6 asks for at least 30 attacks.
 const MIN_VM_PROBES: usize = 30;
 const PROBE_LINE: &str = "[hostile] hostile: probe *";
@@ -29,13 +36,18 @@ const RT_AFTER_DONE: usize = 3;
 const PANIC: &str = "[partita] panic: *";
 const HOSTILE_OFF: &str = "[partita] vm hostile: powered off";
 /// The probes only the host can judge, numbered after the probe VM's, in this order.
-const HOST_PROBES: [&str; 5] = [
+const HOST_PROBES: [&str; 6] = [
     "wreck-vectors-tables",
     "spin-never-yields",
     "reset-storm",
     "rtos-deadlines",
+    "rtos-latency",
     "partita-intact",
 ];
+/// The worst dispatch latency FreeRTOS may report under attack (`max_ns`, under -icount).
+/// Alone it reports about 4 us and under the whole suite 6-9 us; before the fixes the
+/// suite found, a resetting VM pushed it to 45 us.
+const LATENCY_BUDGET_NS: u64 = 25_000;
 /// VMs that must never be stopped: FreeRTOS (the victim), the probe VM (its probes expect to
 /// survive), the spinning VM (spinning is not a fault) and the resetting one (resets are
 /// restarts).
@@ -161,6 +173,12 @@ fn parse_probe_line(line: &str) -> Option<(usize, &str)> {
     Some((number.parse().ok()?, text))
 }
 
+/// The `max_ns=<ns>` of a FreeRTOS `rt:` line.
+fn max_ns(line: &str) -> Option<u64> {
+    let (_, rest) = line.split_once(" max_ns=")?;
+    rest.split(' ').next()?.parse().ok()
+}
+
 /// `[hostile] hostile: done, <n> probes, ...` into n.
 fn parse_done_line(line: &str) -> Option<usize> {
     if !matches(DONE_LINE, line) {
@@ -216,6 +234,18 @@ fn host_probes(lines: &[&str], report: &mut Report) {
     };
     report.push(HOST_PROBES[3], "misses=0", deadlines);
 
+    let worst = rt.iter().filter_map(|(_, l)| max_ns(l)).max();
+    let latency = match worst {
+        Some(ns) if ns <= LATENCY_BUDGET_NS => None,
+        Some(ns) => Some(format!("FreeRTOS's worst latency is {ns} ns")),
+        None => Some("no FreeRTOS latency reported".to_string()),
+    };
+    report.push(
+        HOST_PROBES[4],
+        &format!("max_ns<={LATENCY_BUDGET_NS}"),
+        latency,
+    );
+
     let intact = if let Some(panic) = lines.iter().find(|l| matches(PANIC, l)) {
         Some(format!("Partita panicked: \"{panic}\""))
     } else if let Some(stopped) = MUST_NOT_STOP
@@ -228,7 +258,7 @@ fn host_probes(lines: &[&str], report: &mut Report) {
     } else {
         None
     };
-    report.push(HOST_PROBES[4], "no panic", intact);
+    report.push(HOST_PROBES[5], "no panic", intact);
 }
 
 #[cfg(test)]
@@ -265,13 +295,13 @@ mod tests {
     fn a_clean_run_reports_every_probe_and_no_breach() {
         let report = report(&console(31, &[]));
         let lines = report.lines();
-        assert_eq!(lines.len(), 31 + 5 + 1);
+        assert_eq!(lines.len(), 31 + 6 + 1);
         assert_eq!(lines[6], "hostile: probe 07 p7: abort-injected ok");
         assert_eq!(
             lines[31],
             "hostile: probe 32 wreck-vectors-tables: vm-stopped ok"
         );
-        assert_eq!(lines[36], "hostile: probes=36 breaches=0");
+        assert_eq!(lines[37], "hostile: probes=37 breaches=0");
         assert!(report.problems().is_empty());
     }
 
@@ -279,7 +309,7 @@ mod tests {
     fn breaches_missing_probes_and_misses_count() {
         let mut text = console(
             31,
-            &["[freertos] rt: samples=4000 max_ns=1 mean_ns=1 misses=2"],
+            &["[freertos] rt: samples=4000 max_ns=25001 mean_ns=1 misses=2"],
         );
         text = text.replace(
             "probe 05 p5: abort-injected ok",
@@ -287,13 +317,14 @@ mod tests {
         );
         text = text.replace("[hostile] hostile: probe 09 p9: abort-injected ok\r\n", "");
         let report = report(&text);
-        assert_eq!(report.breaches(), 3);
+        assert_eq!(report.breaches(), 4);
         assert_eq!(
             report.problems(),
             [
                 "hostile: probe 05 p5: BREACH read 0x1 (expected abort-injected)",
                 "hostile: probe 09 (unnamed): BREACH no report",
-                "hostile: probe 35 rtos-deadlines: BREACH FreeRTOS missed a deadline: \"[freertos] rt: samples=4000 max_ns=1 mean_ns=1 misses=2\" (expected misses=0)",
+                "hostile: probe 35 rtos-deadlines: BREACH FreeRTOS missed a deadline: \"[freertos] rt: samples=4000 max_ns=25001 mean_ns=1 misses=2\" (expected misses=0)",
+                "hostile: probe 36 rtos-latency: BREACH FreeRTOS's worst latency is 25001 ns (expected max_ns<=25000)",
             ]
         );
     }

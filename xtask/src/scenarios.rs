@@ -177,7 +177,25 @@ const AFTER_LINUX_OFF: End = End::StopWhen(StopWhen {
     count: 3,
 });
 
-pub const SCENARIOS: [Scenario; 17] = [
+const HOSTILE_CONFIG: &str = "configs/tests/hostile.toml";
+/// Three FreeRTOS reports after the probe VM's last line.
+const AFTER_HOSTILE_DONE: End = End::StopWhen(StopWhen {
+    after: Some("[hostile] hostile: done, *"),
+    pattern: FREERTOS_RT,
+    count: 3,
+});
+const HOSTILE_OUTLINE: &[Expect] = &[
+    Expect::Line("[hostile] hostile: done, * probes, 0 breaches"),
+    Expect::NoLine("[hostile] hostile: probe * BREACH *"),
+    Expect::Line("[partita] vm wreck: fault: *"),
+    Expect::Line("[spin] hostile: spin: *"),
+    Expect::Line("[partita] vm hostile: powered off"),
+    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+    Expect::NoLine(FREERTOS_FAULT),
+    Expect::NoLine(PANIC),
+];
+
+pub const SCENARIOS: [Scenario; 18] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -397,31 +415,28 @@ pub const SCENARIOS: [Scenario; 17] = [
             Expect::NoLine(PANIC),
         ],
     },
-    // The hostile probe suite (issue 6): `hostile::report` judges each probe; these lines
-    // are the outline. It runs until FreeRTOS has reported three more seconds after the
-    // last probe (the spinning VM never stops).
+    // The hostile probe suite (issue 6), on both CPU models: `hostile::report` judges each
+    // probe; these lines are the outline. It runs until FreeRTOS has reported three more
+    // seconds after the last probe (the spinning VM never stops).
     Scenario {
         name: crate::hostile::SCENARIO,
-        boot: Boot::Partita("configs/tests/hostile.toml"),
+        boot: Boot::Partita(HOSTILE_CONFIG),
         job: None,
         cpu: Cpu::CortexA72,
         icount: true,
-        end: End::StopWhen(StopWhen {
-            after: Some("[hostile] hostile: done, *"),
-            pattern: FREERTOS_RT,
-            count: 3,
-        }),
+        end: AFTER_HOSTILE_DONE,
         timeout_secs: 300,
-        expect: &[
-            Expect::Line("[hostile] hostile: done, * probes, 0 breaches"),
-            Expect::NoLine("[hostile] hostile: probe * BREACH *"),
-            Expect::Line("[partita] vm wreck: fault: *"),
-            Expect::Line("[spin] hostile: spin: *"),
-            Expect::Line("[partita] vm hostile: powered off"),
-            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
-            Expect::NoLine(FREERTOS_FAULT),
-            Expect::NoLine(PANIC),
-        ],
+        expect: HOSTILE_OUTLINE,
+    },
+    Scenario {
+        name: crate::hostile::SCENARIO_MAX,
+        boot: Boot::Partita(HOSTILE_CONFIG),
+        job: None,
+        cpu: Cpu::Max,
+        icount: true,
+        end: AFTER_HOSTILE_DONE,
+        timeout_secs: 300,
+        expect: HOSTILE_OUTLINE,
     },
 ];
 
