@@ -90,7 +90,7 @@ fn not_supported(function: u32) -> Outcome {
         )?;
         if reply.x[1..] != ARGS {
             return Err(Failure::new(format_args!(
-                "{conduit:?} {function:#x}: x1..x3 changed to {:#x?}",
+                "{conduit:?} {function:#x}: x1..x3 changed to {:x?}",
                 &reply.x[1..]
             )));
         }
