@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::process::{step, Ending};
@@ -172,11 +172,21 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         } => return run_xen(linux_cmd.as_deref(), icount, timeout),
         Task::Run {
             native: Some(NativeGuest::Linux),
+            append: Some(_),
+            ..
+        } => bail!("--append: only for --native freertos; the Linux guest's command line comes from --linux-cmd and the initramfs"),
+        Task::Run {
+            native: Some(NativeGuest::Linux),
             icount,
             timeout,
             linux_cmd,
             ..
         } => return run_native_linux(linux_cmd.as_deref(), icount, timeout),
+        Task::Run {
+            native: Some(NativeGuest::FreeRtos),
+            linux_cmd: Some(_),
+            ..
+        } => bail!("--linux-cmd: the FreeRTOS guest has no shell; use it with --native linux, --xen or a configuration with a Linux VM"),
         Task::Run {
             native: Some(NativeGuest::FreeRtos),
             cpu,

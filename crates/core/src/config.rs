@@ -27,6 +27,9 @@ pub const PAGE_SIZE: u64 = 0x1000;
 pub const MAX_NAME_LEN: usize = 16;
 /// Room kept at the end of a VM's first memory region for its generated device tree.
 pub const DTB_SIZE: u64 = 0x1_0000;
+/// The longest `bootargs`, in bytes: Linux's arm64 command line holds 2,048 bytes with its
+/// terminating NUL, and the generated device tree must stay within `DTB_SIZE`.
+pub const MAX_BOOTARGS: usize = 2047;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemConfig {
@@ -352,8 +355,31 @@ fn validate_vm(
             }
         }
     }
+    validate_bootargs(&vm.bootargs).map_err(|m| ConfigError::new(key("bootargs"), m))?;
     validate_devices(board, vm, i)?;
+    validate_device_tree(board, vm).map_err(|m| ConfigError::new(key("device"), m))?;
     validate_image(vm, i)
+}
+
+/// The device tree Partita generates for the VM must fit the `DTB_SIZE` bytes reserved for
+/// it (many devices could overflow it): `guest_fdt` says so.
+fn validate_device_tree(board: &Board, vm: &VmConfig) -> Result<(), String> {
+    crate::fdt::guest_fdt(vm, board, &[0; 32])
+        .map(drop)
+        .map_err(|e| format!("{e}"))
+}
+
+fn validate_bootargs(bootargs: &str) -> Result<(), String> {
+    if bootargs.len() > MAX_BOOTARGS {
+        return Err(format!(
+            "{} bytes, more than {MAX_BOOTARGS} (the kernel command line limit)",
+            bootargs.len()
+        ));
+    }
+    if bootargs.contains('\0') {
+        return Err("contains a NUL character, which would cut the device tree string".into());
+    }
+    Ok(())
 }
 
 fn validate_name(name: &str) -> Result<(), String> {

@@ -131,7 +131,9 @@ fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
         let done = if gic {
             vm.vgic.write(ipa, access.size, value)
         } else {
-            vm.devices.write(ipa, access.size, value)
+            let done = vm.devices.write(ipa, access.size, value);
+            vm.raise_requested_interrupts();
+            done
         };
         done.is_ok()
     } else {

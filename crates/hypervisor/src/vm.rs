@@ -237,6 +237,16 @@ impl Vm {
         self.config.priority
     }
 
+    /// Raises the physical SPIs the guest asked its test device for, those of its destination
+    /// table only; any other request is dropped.
+    pub fn raise_requested_interrupts(&mut self) {
+        while let Some(intid) = self.devices.take_raise_request() {
+            if intid >= gic::PRIVATE_IRQS && self.config.irqs.contains(&intid) {
+                gic::set_spi_pending(self.board, intid);
+            }
+        }
+    }
+
     /// The physical interrupts forwarded to it besides its virtual timer.
     pub fn forwarded(&self) -> &[u32] {
         &self.forwarded

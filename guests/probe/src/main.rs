@@ -15,7 +15,9 @@
 //! - `hostile`: run the numbered hostile probes (`hostile`), then power off;
 //! - `wreck`: destroy its own vectors and translation tables, so Partita must stop the VM;
 //! - `spin`: loop forever with interrupts masked, never trapping;
-//! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever.
+//! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever;
+//! - `spi` (with `spi=<n>`): receive a physical SPI of the VM's destination table, and not
+//!   one it does not own (`spi.rs`).
 #![no_std]
 #![no_main]
 
@@ -27,6 +29,7 @@ mod hostile;
 mod mmio;
 mod platform;
 mod smccc_calls;
+mod spi;
 
 use core::panic::PanicInfo;
 
@@ -50,6 +53,7 @@ enum Mode {
     Wreck,
     Spin,
     ResetLoop,
+    Spi,
 }
 
 impl Mode {
@@ -60,6 +64,7 @@ impl Mode {
             .find_map(|arg| match arg {
                 "crash" => Some(Mode::Crash),
                 "reset" => Some(Mode::Reset),
+                "spi" => Some(Mode::Spi),
                 "checks" => Some(Mode::Checks),
                 "hostile" => Some(Mode::Hostile),
                 "wreck" => Some(Mode::Wreck),
@@ -92,6 +97,7 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::Wreck => hostile::lifecycle::wreck(),
         Mode::Spin => hostile::lifecycle::spin(),
         Mode::ResetLoop => hostile::lifecycle::reset_loop(&platform),
+        Mode::Spi => spi::run(&platform),
     }
 }
 
@@ -124,7 +130,7 @@ fn reset(platform: &Platform) -> ! {
     crash()
 }
 
-fn power_off() -> ! {
+pub fn power_off() -> ! {
     smccc_calls::system_off();
     println!("probe: SYSTEM_OFF returned");
     crash()
