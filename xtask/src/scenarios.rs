@@ -209,7 +209,7 @@ const HOSTILE_OUTLINE: &[Expect] = &[
     Expect::NoLine(PANIC),
 ];
 
-pub const SCENARIOS: [Scenario; 20] = [
+pub const SCENARIOS: [Scenario; 21] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -457,9 +457,10 @@ pub const SCENARIOS: [Scenario; 20] = [
             Expect::NoLine(PANIC),
         ],
     },
-    // The hostile probe suite (issue 6), on both CPU models: `hostile::report` judges each
-    // probe; these lines are the outline. It runs until FreeRTOS has reported three more
-    // seconds after the last probe (the spinning VM never stops).
+    // The hostile probe suite (issue 6), on both CPU models and with FreeRTOS owning the
+    // EL1 physical timer: `hostile::report` judges each probe; these lines are the outline.
+    // It runs until FreeRTOS has reported three more seconds after the last probe (the
+    // spinning VM never stops).
     Scenario {
         name: crate::hostile::SCENARIO,
         boot: Boot::Partita(HOSTILE_CONFIG),
@@ -475,6 +476,16 @@ pub const SCENARIOS: [Scenario; 20] = [
         boot: Boot::Partita(HOSTILE_CONFIG),
         job: None,
         cpu: Cpu::Max,
+        icount: true,
+        end: AFTER_HOSTILE_DONE,
+        timeout_secs: 300,
+        expect: HOSTILE_OUTLINE,
+    },
+    Scenario {
+        name: crate::hostile::SCENARIO_PHYSICAL_TIMER,
+        boot: Boot::Partita("configs/tests/hostile-physical-timer.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
         icount: true,
         end: AFTER_HOSTILE_DONE,
         timeout_secs: 300,

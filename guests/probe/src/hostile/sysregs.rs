@@ -1,8 +1,9 @@
 //! Probes of system registers and instructions a guest must not reach, or must reach only
 //! for itself: EL2 registers, the secure timer, the EL1 physical timer (switched with the
-//! vCPU, its interrupt never delivered), the debug breakpoints and OS lock and the PMU
-//! (shared hardware that Partita does not switch: RAZ/WI), the Group 0 CPU interface, a WFE
-//! storm and set/way and TLB maintenance storms (confined by the hardware to the VM).
+//! vCPU, its interrupt never delivered; undefined when an RTOS VM owns it), the debug
+//! breakpoints and OS lock and the PMU (shared hardware that Partita does not switch:
+//! RAZ/WI), the Group 0 CPU interface, a WFE storm and set/way and TLB maintenance storms
+//! (confined by the hardware to the VM).
 
 use core::arch::asm;
 
@@ -72,7 +73,15 @@ pub fn secure_timer(_: &Platform) -> Outcome {
 
 /// Arms the EL1 physical timer to fire at once and leaves it firing: the VM sees its own
 /// timer condition, but its interrupt reaches no one (not this VM, not the CPU's others).
-pub fn cntp_own(_: &Platform) -> Outcome {
+/// With `cntp=trapped` in the boot arguments an RTOS VM of the CPU owns the timer
+/// (`timer = "physical"`): then every access must be undefined.
+pub fn cntp_own(p: &Platform) -> Outcome {
+    if p.bootargs
+        .split_ascii_whitespace()
+        .any(|a| a == "cntp=trapped")
+    {
+        return cntp_trapped();
+    }
     CNTP_CVAL_EL0.set(0);
     CNTP_CTL_EL0.set(1);
     Store::Word.run(GICR_ISENABLER0, 1 << CNTP_PPI);
@@ -89,6 +98,19 @@ pub fn cntp_own(_: &Platform) -> Outcome {
     Store::Word.run(GICR_ICENABLER0, 1 << CNTP_PPI);
     expect_eq(format_args!("CNTP_CTL_EL0 (ENABLE|ISTATUS)"), status, 0b101)?;
     expect_eq(format_args!("PPI 30 pending at the VM"), seen, 0)
+}
+
+/// The timer another VM owns: reprogramming or even reading it is undefined.
+fn cntp_trapped() -> Outcome {
+    msr!("cntp_cval_el0", 0);
+    expect_undefined(format_args!("msr cntp_cval_el0"))?;
+    msr!("cntp_ctl_el0", 1);
+    expect_undefined(format_args!("msr cntp_ctl_el0"))?;
+    msr!("cntp_tval_el0", 0);
+    expect_undefined(format_args!("msr cntp_tval_el0"))?;
+    let ctl = mrs!("cntp_ctl_el0");
+    expect_undefined(format_args!("mrs cntp_ctl_el0"))?;
+    expect_eq(format_args!("cntp_ctl_el0 read"), ctl, UNTOUCHED)
 }
 
 pub fn debug_breakpoints(_: &Platform) -> Outcome {
