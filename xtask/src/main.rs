@@ -9,6 +9,7 @@ mod bench;
 mod build;
 mod config;
 mod elf;
+mod hostile;
 mod image;
 mod layout;
 mod linux;
@@ -88,6 +89,12 @@ enum Task {
         /// Run only the QEMU scenarios with these names (after the build), no other check.
         #[arg(long, value_name = "SCENARIO")]
         only: Vec<String>,
+    },
+    /// Build and run one QEMU scenario of the test suite by name and report it (`hostile`:
+    /// the hostile probe suite, one line per probe, then `hostile: probes=<n> breaches=<b>`).
+    Scenario {
+        /// The scenario's name (as `test --only` takes it).
+        name: String,
     },
     /// Run the measurement suite and write results.json, report.md and plots.
     Bench {
@@ -206,6 +213,11 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         Task::Debug { config, cpu } => return debug(&config.file(), cpu.cpu),
         Task::Test { only } => {
             if !suite::run(&only)? {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Task::Scenario { name } => {
+            if !suite::run_one(&name)? {
                 return Ok(ExitCode::FAILURE);
             }
         }

@@ -201,7 +201,25 @@ const PROBE_STARTS: &str = "[partita] vm probe: starting (boot *, heap * B)";
 const PROBE_RESTARTED: &str = "[partita] vm probe: fault: *; restarting (boot *)";
 const HEAP: &str = "heap ";
 
-pub const SCENARIOS: [Scenario; 20] = [
+const HOSTILE_CONFIG: &str = "configs/tests/hostile.toml";
+/// Three FreeRTOS reports after the probe VM's last line.
+const AFTER_HOSTILE_DONE: End = End::StopWhen(StopWhen {
+    after: Some("[hostile] hostile: done, *"),
+    pattern: FREERTOS_RT,
+    count: 3,
+});
+const HOSTILE_OUTLINE: &[Expect] = &[
+    Expect::Line("[hostile] hostile: done, * probes, 0 breaches"),
+    Expect::NoLine("[hostile] hostile: probe * BREACH *"),
+    Expect::Line("[partita] vm wreck: fault: *"),
+    Expect::Line("[spin] hostile: spin: *"),
+    Expect::Line("[partita] vm hostile: powered off"),
+    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+    Expect::NoLine(FREERTOS_FAULT),
+    Expect::NoLine(PANIC),
+];
+
+pub const SCENARIOS: [Scenario; 23] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -504,6 +522,40 @@ pub const SCENARIOS: [Scenario; 20] = [
             Expect::NoLine(FREERTOS_FAULT),
             Expect::NoLine(PANIC),
         ],
+    },
+    // The hostile probe suite (issue 6), on both CPU models and with FreeRTOS owning the
+    // EL1 physical timer: `hostile::report` judges each probe; these lines are the outline.
+    // It runs until FreeRTOS has reported three more seconds after the last probe (the
+    // spinning VM never stops).
+    Scenario {
+        name: crate::hostile::SCENARIO,
+        boot: Boot::Partita(HOSTILE_CONFIG),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_HOSTILE_DONE,
+        timeout_secs: 300,
+        expect: HOSTILE_OUTLINE,
+    },
+    Scenario {
+        name: crate::hostile::SCENARIO_MAX,
+        boot: Boot::Partita(HOSTILE_CONFIG),
+        job: None,
+        cpu: Cpu::Max,
+        icount: true,
+        end: AFTER_HOSTILE_DONE,
+        timeout_secs: 300,
+        expect: HOSTILE_OUTLINE,
+    },
+    Scenario {
+        name: crate::hostile::SCENARIO_PHYSICAL_TIMER,
+        boot: Boot::Partita("configs/tests/hostile-physical-timer.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_HOSTILE_DONE,
+        timeout_secs: 300,
+        expect: HOSTILE_OUTLINE,
     },
 ];
 

@@ -27,6 +27,20 @@ fn test_only_with_an_unknown_scenario_names_the_known_ones() {
 }
 
 #[test]
+fn scenario_with_an_unknown_name_names_the_known_ones() {
+    let out = xtask(&["scenario", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(
+            "xtask: error: scenario: no scenario named \"nope\"; known: probe-cortex-a72, "
+        ),
+        "{err}"
+    );
+    assert!(err.contains(", hostile"), "{err}");
+}
+
+#[test]
 fn linux_cmd_with_native_freertos_is_refused() {
     let out = xtask(&["run", "--native", "freertos", "--linux-cmd", "ls"]);
     assert_eq!(out.status.code(), Some(1));

@@ -28,6 +28,13 @@ const HCR_PAUTH: u64 = (1 << 40) | (1 << 41);
 const CNTHCTL_EL1PCTEN: u64 = 1;
 const CNTHCTL_EL1PCEN: u64 = 1 << 1;
 
+/// MDCR_EL2 bits: TPMCR and TPM (PMU registers), TDA, TDOSA and TDRA (debug registers, the
+/// OS lock, the debug ROM address). The breakpoints, watchpoints and counters belong to the
+/// physical CPU and are not switched with the vCPU, so guests must not reach them.
+const MDCR_TRAP_DEBUG_PMU: u64 = (1 << 5) | (1 << 6) | (1 << 9) | (1 << 10) | (1 << 11);
+/// MDCR_EL2.HPMN: kept as the CPU set it (the number of event counters).
+const MDCR_HPMN: u64 = 0x1f;
+
 /// What a vCPU may do with the EL1 physical timer (CNTP) of its physical CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PhysicalTimer {
@@ -82,6 +89,10 @@ impl Vcpu {
     /// CPU; the VM's virtual counter is the physical one minus `counter_offset`.
     pub fn load(&self, counter_offset: u64) {
         write_sysreg!("hcr_el2", hcr());
+        write_sysreg!(
+            "mdcr_el2",
+            (read_sysreg!("mdcr_el2") & MDCR_HPMN) | MDCR_TRAP_DEBUG_PMU
+        );
         write_sysreg!("vmpidr_el2", GUEST_MPIDR);
         write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
         write_sysreg!("cnthctl_el2", self.physical_timer.cnthctl());

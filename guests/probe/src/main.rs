@@ -12,6 +12,10 @@
 //! - `crash`: point VBAR_EL1 outside guest memory and touch unmapped memory, so Partita must
 //!   stop the VM as faulted;
 //! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off;
+//! - `hostile`: run the numbered hostile probes (`hostile`), then power off;
+//! - `wreck`: destroy its own vectors and translation tables, so Partita must stop the VM;
+//! - `spin`: loop forever with interrupts masked, never trapping;
+//! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever;
 //! - `spi` (with `spi=<n>`): receive a physical SPI of the VM's destination table, and not
 //!   one it does not own (`spi.rs`).
 #![no_std]
@@ -21,6 +25,7 @@ mod boot;
 mod checks;
 mod console;
 mod exceptions;
+mod hostile;
 mod mmio;
 mod platform;
 mod smccc_calls;
@@ -44,6 +49,10 @@ enum Mode {
     Checks,
     Crash,
     Reset,
+    Hostile,
+    Wreck,
+    Spin,
+    ResetLoop,
     Spi,
 }
 
@@ -57,6 +66,10 @@ impl Mode {
                 "reset" => Some(Mode::Reset),
                 "spi" => Some(Mode::Spi),
                 "checks" => Some(Mode::Checks),
+                "hostile" => Some(Mode::Hostile),
+                "wreck" => Some(Mode::Wreck),
+                "spin" => Some(Mode::Spin),
+                "resetloop" => Some(Mode::ResetLoop),
                 _ => None,
             })
             .unwrap_or(Mode::Checks)
@@ -77,6 +90,13 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::Checks => run_checks(&platform),
         Mode::Crash => crash(),
         Mode::Reset => reset(&platform),
+        Mode::Hostile => {
+            hostile::run_all(&platform);
+            power_off()
+        }
+        Mode::Wreck => hostile::lifecycle::wreck(),
+        Mode::Spin => hostile::lifecycle::spin(),
+        Mode::ResetLoop => hostile::lifecycle::reset_loop(&platform),
         Mode::Spi => spi::run(&platform),
     }
 }
