@@ -6,7 +6,7 @@
 CONFIG ?= configs/default.toml
 CARGO ?= cargo
 
-.PHONY: run test fuzz debug clean setup bench bench-quick
+.PHONY: run test fuzz debug clean setup bench bench-quick hostile
 
 run: setup
 	$(CARGO) xtask run --config $(CONFIG) --icount
@@ -17,6 +17,11 @@ test: setup
 # Every fuzz target for two minutes (`make test` runs each for a few seconds).
 fuzz: setup
 	$(CARGO) xtask fuzz --seconds 120
+
+# The hostile probe suite alone (also part of `make test`): one line per probe, then
+# `hostile: probes=<n> breaches=<n>`; fails unless every probe reported and none breached.
+hostile: setup
+	$(CARGO) xtask scenario hostile
 
 debug: setup
 	$(CARGO) xtask debug --config $(CONFIG)

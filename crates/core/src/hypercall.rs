@@ -29,6 +29,10 @@ pub mod ret {
     pub const AFFINITY_ON: u64 = 0;
 }
 
+/// The highest affinity level an MPIDR has (Aff3): AFFINITY_INFO with a higher lowest
+/// affinity level is INVALID_PARAMETERS (PSCI, ARM DEN 0022, AFFINITY_INFO).
+pub const MAX_AFFINITY_LEVEL: u64 = 3;
+
 /// Partita's version for PARTITA_VERSION: `(major << 16) | minor` of this crate.
 pub fn partita_version() -> u64 {
     let parse = |s: &str| s.parse::<u64>().unwrap_or(0) & 0xffff;
@@ -146,7 +150,9 @@ pub fn respond(x: [u64; 4], imm: u16, own_mpidr: u64) -> Response {
             Response::value(ret::SUCCESS)
         }
         Hypercall::CpuOn { target, .. } if is_self(target) => Response::value(ret::ALREADY_ON),
-        Hypercall::AffinityInfo { target, .. } if is_self(target) => {
+        Hypercall::AffinityInfo { target, level }
+            if level <= MAX_AFFINITY_LEVEL && is_self(target) =>
+        {
             Response::value(ret::AFFINITY_ON)
         }
         Hypercall::CpuOn { .. } | Hypercall::AffinityInfo { .. } => {
@@ -272,6 +278,10 @@ mod tests {
             value(ret::INVALID_PARAMETERS)
         );
         assert_eq!(respond0([0xc400_0004, me, 0, 0]), value(ret::AFFINITY_ON));
+        assert_eq!(
+            respond0([0xc400_0004, me, MAX_AFFINITY_LEVEL + 1, 0]),
+            value(ret::INVALID_PARAMETERS)
+        );
         assert_eq!(
             respond0([0xc400_0004, 1, 0, 0]),
             value(ret::INVALID_PARAMETERS)
