@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use partita_core::hypercall::{
     affinity, decode, is_implemented, partita_version, respond, ret, Hypercall, Response,
-    PARTITA_VERSION, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
+    MAX_AFFINITY_LEVEL, PARTITA_VERSION, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
 };
 
 const SYSTEM_OFF: u32 = 0x8400_0008;
@@ -50,6 +50,15 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64) {
         is_implemented(function),
         !matches!(call, Hypercall::Unsupported { .. })
     );
+    if let Hypercall::AffinityInfo { level, .. } = call {
+        if imm == 0 && level > MAX_AFFINITY_LEVEL {
+            let invalid = Response::Return {
+                x0: ret::INVALID_PARAMETERS,
+                x1: None,
+            };
+            assert_eq!(response, invalid, "AFFINITY_INFO level {level}");
+        }
+    }
     let reaches_aff3 = function & (1 << 30) != 0 || affinity(own_mpidr) >> 32 == 0;
     if matches!(call, Hypercall::CpuOn { .. }) && reaches_aff3 {
         // Naming the caller's own MPIDR always answers ALREADY_ON.
