@@ -13,6 +13,9 @@ use smccc::psci;
 pub const SMCCC_VERSION: u32 = 0x8000_0000;
 /// Partita's vendor-specific hypervisor service range (owner 6, fast call, SMC64).
 pub const PARTITA_VERSION: u32 = 0xc600_0000;
+/// Partita's counter read: x1 = VM index (configuration order), x2 = counter id
+/// (`counters::Counter`) -> x0 = SUCCESS and x1 = the value, or x0 = INVALID_PARAMETERS.
+pub const PARTITA_COUNTER: u32 = 0xc600_0001;
 
 /// PSCI 1.1, as returned by PSCI_VERSION.
 pub const PSCI_VERSION_1_1: u64 = 0x0001_0001;
@@ -56,6 +59,10 @@ pub enum Hypercall {
     SystemReset,
     SmcccVersion,
     PartitaVersion,
+    PartitaCounter {
+        vm: u64,
+        counter: u64,
+    },
     /// Any function ID Partita does not implement: the guest gets NOT_SUPPORTED.
     Unsupported {
         function: u32,
@@ -95,6 +102,10 @@ pub fn decode(x: [u64; 4]) -> Hypercall {
         psci::PSCI_SYSTEM_RESET => Hypercall::SystemReset,
         SMCCC_VERSION => Hypercall::SmcccVersion,
         PARTITA_VERSION => Hypercall::PartitaVersion,
+        PARTITA_COUNTER => Hypercall::PartitaCounter {
+            vm: x[1],
+            counter: x[2],
+        },
         function => Hypercall::Unsupported { function },
     }
 }
@@ -140,6 +151,18 @@ mod tests {
     }
 
     #[test]
+    fn counter_reads_carry_every_argument_bit() {
+        assert_eq!(
+            decode([0xc600_0001, u64::MAX, 1 << 40, 7]),
+            Hypercall::PartitaCounter {
+                vm: u64::MAX,
+                counter: 1 << 40
+            }
+        );
+        assert!(is_implemented(PARTITA_COUNTER));
+    }
+
+    #[test]
     fn cpu_on_32_truncates_arguments_and_64_does_not() {
         assert_eq!(
             decode([0x8400_0003, 0x1_0000_0001, 0x2_4000_0000, u64::MAX]),
@@ -168,7 +191,7 @@ mod tests {
 
     #[test]
     fn unknown_ids_are_unsupported() {
-        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0001, 0x8000_0001, 0] {
+        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0002, 0x8000_0001, 0] {
             assert_eq!(
                 decode([id, 0, 0, 0]),
                 Hypercall::Unsupported {

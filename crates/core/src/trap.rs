@@ -193,6 +193,17 @@ pub const ICC_SGI1R_EL1: SysregId = SysregId {
     op2: 5,
 };
 
+impl SysregId {
+    /// Whether this is a PMU register (ARM ARM D13.2: PMCR_EL0..PMOVSSET_EL0 at op1 3 and
+    /// CRn 9, PMINTENSET/CLR_EL1 at op1 0, PMEVCNTR<n>/PMEVTYPER<n>/PMCCFILTR at CRn 14):
+    /// trapped while MDCR_EL2.TPM is set, because Partita's own clock is the cycle counter.
+    pub fn is_pmu(&self) -> bool {
+        let crn9 = self.op0 == 3 && self.crn == 9 && (12..=14).contains(&self.crm);
+        let crn14 = self.op0 == 3 && self.op1 == 3 && self.crn == 14 && self.crm >= 8;
+        (crn9 && (self.op1 == 3 || self.op1 == 0)) || crn14
+    }
+}
+
 /// A trapped MSR or MRS (EC 0x18; ARM ARM D23.2.41, ISS encoding for an exception from MSR,
 /// MRS or a system instruction).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -276,6 +287,28 @@ mod tests {
                 read: false
             }
         );
+        assert!(!ICC_SGI1R_EL1.is_pmu());
+        let reg = |op1, crn, crm, op2| SysregId {
+            op0: 3,
+            op1,
+            crn,
+            crm,
+            op2,
+        };
+        // PMCR_EL0, PMCCNTR_EL0, PMUSERENR_EL0, PMINTENSET_EL1, PMCCFILTR_EL0.
+        for pmu in [
+            reg(3, 9, 12, 0),
+            reg(3, 9, 13, 0),
+            reg(3, 9, 14, 0),
+            reg(0, 9, 14, 1),
+            reg(3, 14, 15, 7),
+        ] {
+            assert!(pmu.is_pmu(), "{pmu:?}");
+        }
+        // CNTV_CTL_EL0, PAR_EL1 (CRn 7), CNTKCTL_EL1 (CRn 14, CRm 1).
+        for other in [reg(3, 14, 3, 1), reg(0, 7, 4, 0), reg(0, 14, 1, 0)] {
+            assert!(!other.is_pmu(), "{other:?}");
+        }
         let read_xzr = SysregAccess::decode(iss | (31 << 5) | 1);
         assert_eq!(read_xzr.register, Register::Zero);
         assert!(read_xzr.read);
