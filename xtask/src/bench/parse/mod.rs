@@ -6,10 +6,12 @@
 mod automotive;
 mod cyclictest;
 mod hackbench;
+mod partita;
 mod rtos;
 mod stress_ng;
 mod sysbench;
 
+pub use partita::parse as parse_partita;
 pub use rtos::parse as parse_rtos;
 pub use sysbench::Test as SysbenchTest;
 
