@@ -8,8 +8,7 @@ use std::fmt::Write;
 
 use super::formula::{overhead, performance_ratio};
 use super::matrix::{
-    Headline, BESIDE_DELAY_MS, CONFIGS, FULL_IDLE_SAMPLES, FULL_LOADED_SAMPLES, LINUX_HEADLINES,
-    QUICK_SAMPLES, RTOS_HEADLINES,
+    beside_samples, Headline, Mode, BESIDE_DELAY_MS, CONFIGS, LINUX_HEADLINES, RTOS_HEADLINES,
 };
 use super::record::{Record, Results};
 
@@ -37,14 +36,15 @@ fn header(out: &mut String, results: &Results) {
          `-icount shift=0` (1 instruction = 1 ns).\n",
         p.date, p.commit, p.qemu_version
     );
-    let samples = if p.mode == "quick" {
-        format!("{QUICK_SAMPLES} samples")
+    let mode = if p.mode == "quick" {
+        Mode::Quick
     } else {
-        format!(
-            "{FULL_IDLE_SAMPLES} samples beside an idle Linux, {FULL_LOADED_SAMPLES} beside \
-             a busy one"
-        )
+        Mode::Full
     };
+    let samples = format!(
+        "{} samples per row; native and solo take 2000 quick, 100000 full",
+        beside_samples(mode)
+    );
     let _ = writeln!(
         out,
         "Configurations `shared-<load>` (FreeRTOS and Linux on one pCPU, configs/default.toml) \

@@ -79,4 +79,6 @@ pub(super) mod fixtures {
     pub const FREERTOS: &str = include_str!("../fixtures/native-freertos.txt");
     pub const RTOS_NATIVE: &str = include_str!("../fixtures/native-freertos-bench.txt");
     pub const RTOS_SOLO: &str = include_str!("../fixtures/solo-freertos-bench.txt");
+    /// FreeRTOS's latency beside Linux's hackbench loop on one pCPU (kernel log removed).
+    pub const RTOS_SHARED: &str = include_str!("../fixtures/shared-freertos.txt");
 }
