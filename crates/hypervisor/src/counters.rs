@@ -14,7 +14,7 @@
 //! no read-modify-write; a reader on another CPU sees each word whole. This module must
 //! never change what a guest or the scheduler does.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use partita_core::counters::{Counter, PathStats};
 
@@ -75,12 +75,7 @@ impl Trap {
 
 struct VmWords([AtomicU64; WORDS]);
 
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO: AtomicU64 = AtomicU64::new(0);
-#[allow(clippy::declare_interior_mutable_const)]
-const NO_VM_WORDS: VmWords = VmWords([ZERO; WORDS]);
-
-static VMS: [VmWords; MAX_VMS] = [NO_VM_WORDS; MAX_VMS];
+static VMS: [VmWords; MAX_VMS] = [const { VmWords([const { AtomicU64::new(0) }; WORDS]) }; MAX_VMS];
 
 /// A CPU's bookkeeping between an exit and the next entry.
 struct CpuWords {
@@ -100,15 +95,14 @@ const BOOT: u64 = u64::MAX;
 const WOKE: u64 = u64::MAX - 1;
 const NO_PATH: u64 = 3;
 
-#[allow(clippy::declare_interior_mutable_const)]
-const NO_CPU_WORDS: CpuWords = CpuWords {
-    mark: ZERO,
-    owner: AtomicU64::new(BOOT),
-    kind: AtomicU64::new(NO_PATH),
-    injected: ZERO,
-};
-
-static CPUS: [CpuWords; MAX_CPUS] = [NO_CPU_WORDS; MAX_CPUS];
+static CPUS: [CpuWords; MAX_CPUS] = [const {
+    CpuWords {
+        mark: AtomicU64::new(0),
+        owner: AtomicU64::new(BOOT),
+        kind: AtomicU64::new(NO_PATH),
+        injected: AtomicU64::new(0),
+    }
+}; MAX_CPUS];
 
 /// PMCR_EL0: E (enable), C (reset the cycle counter), LC (64-bit cycle counter).
 const PMCR_START: u64 = 1 | (1 << 2) | (1 << 6);
@@ -119,17 +113,31 @@ const PMCNTEN_CYCLES: u64 = 1 << 31;
 /// MDCR_EL2.TPMCR and TPM: guests' PMU accesses trap to EL2.
 const MDCR_TRAP_PMU: u64 = (1 << 5) | (1 << 6);
 
+/// Whether the CPU has a PMUv3 (ID_AA64DFR0_EL1.PMUVer neither 0 nor IMPLEMENTATION
+/// DEFINED); without one the clock is the generic counter.
+static PMU: AtomicBool = AtomicBool::new(true);
+
 /// Starts this CPU's clock and keeps guests off the PMU; call once per CPU before any VM.
 pub fn init_cpu() {
+    let version = (read_sysreg!("id_aa64dfr0_el1") >> 8) & 0xf;
+    if version == 0 || version == 0xf {
+        PMU.store(false, Ordering::Relaxed);
+        return;
+    }
     write_sysreg!("pmccfiltr_el0", PMCCFILTR_ALL_ELS);
     write_sysreg!("pmcntenset_el0", PMCNTEN_CYCLES);
     write_sysreg!("pmcr_el0", PMCR_START);
     write_sysreg!("mdcr_el2", read_sysreg!("mdcr_el2") | MDCR_TRAP_PMU);
 }
 
-/// The EL2 clock in nanoseconds of virtual time.
+/// The EL2 clock in nanoseconds of virtual time (CNTPCT_EL0 at QEMU's 62.5 MHz, 16 ns a
+/// tick, on a CPU without PMU).
 fn clock() -> u64 {
-    read_sysreg!("pmccntr_el0")
+    if PMU.load(Ordering::Relaxed) {
+        read_sysreg!("pmccntr_el0")
+    } else {
+        read_sysreg!("cntpct_el0").wrapping_mul(16)
+    }
 }
 
 fn cpu() -> &'static CpuWords {
@@ -188,19 +196,25 @@ pub fn entering(vm: usize) {
     cpu.mark.store(now, Ordering::Relaxed);
 }
 
-/// Folds one sample into the path whose first word (its count) is `first`; the next three
-/// words are min, sum (shown as the mean) and max.
+/// The statistics of the path whose first word (its count) is `first`; the next three
+/// words are min, sum (read as the mean) and max.
+fn path(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
+    let at = first as usize;
+    PathStats {
+        count: w[at].load(Ordering::Relaxed),
+        min: w[at + 1].load(Ordering::Relaxed),
+        sum: w[at + 2].load(Ordering::Relaxed),
+        max: w[at + 3].load(Ordering::Relaxed),
+    }
+}
+
+/// Folds one sample into the path whose first word is `first`.
 fn add_path_sample(vm: usize, first: Counter, ns: u64) {
     let Some(w) = words(vm) else {
         return;
     };
     let at = first as usize;
-    let mut stats = PathStats {
-        count: w[at].load(Ordering::Relaxed),
-        min: w[at + 1].load(Ordering::Relaxed),
-        sum: w[at + 2].load(Ordering::Relaxed),
-        max: w[at + 3].load(Ordering::Relaxed),
-    };
+    let mut stats = path(w, first);
     stats.add(ns);
     w[at].store(stats.count, Ordering::Relaxed);
     w[at + 1].store(stats.min, Ordering::Relaxed);
@@ -268,13 +282,11 @@ pub fn read(vm: usize, counter: Counter) -> Option<u64> {
         return Some(clock());
     }
     let w = words(vm)?;
-    let at = |c: Counter| w[c as usize].load(Ordering::Relaxed);
-    let mean = |count: Counter, sum: Counter| at(sum).checked_div(at(count)).unwrap_or(0);
     Some(match counter {
-        Counter::HypercallMean => mean(Counter::HypercallCount, Counter::HypercallMean),
-        Counter::InjectionMean => mean(Counter::InjectionCount, Counter::InjectionMean),
-        Counter::SwitchMean => mean(Counter::SwitchCount, Counter::SwitchMean),
-        other => at(other),
+        Counter::HypercallMean => path(w, Counter::HypercallCount).mean(),
+        Counter::InjectionMean => path(w, Counter::InjectionCount).mean(),
+        Counter::SwitchMean => path(w, Counter::SwitchCount).mean(),
+        other => w[other as usize].load(Ordering::Relaxed),
     })
 }
 
