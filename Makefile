@@ -6,13 +6,18 @@
 CONFIG ?= configs/default.toml
 CARGO ?= cargo
 
-.PHONY: run test debug clean setup bench bench-quick
+.PHONY: run test debug clean setup bench bench-quick hostile
 
 run: setup
 	$(CARGO) xtask run --config $(CONFIG) --icount
 
 test: setup
 	$(CARGO) xtask test
+
+# The hostile probe suite alone (also part of `make test`): one line per probe, then
+# `hostile: probes=<n> breaches=<n>`; fails unless every probe reported and none breached.
+hostile: setup
+	$(CARGO) xtask scenario hostile
 
 debug: setup
 	$(CARGO) xtask debug --config $(CONFIG)

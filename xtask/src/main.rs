@@ -9,6 +9,7 @@ mod bench;
 mod build;
 mod config;
 mod elf;
+mod hostile;
 mod image;
 mod layout;
 mod linux;
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::process::{step, Ending};
@@ -88,6 +89,12 @@ enum Task {
         /// Run only the QEMU scenarios with these names (after the build), no other check.
         #[arg(long, value_name = "SCENARIO")]
         only: Vec<String>,
+    },
+    /// Build and run one QEMU scenario of the test suite by name and report it (`hostile`:
+    /// the hostile probe suite, one line per probe, then `hostile: probes=<n> breaches=<b>`).
+    Scenario {
+        /// The scenario's name (as `test --only` takes it).
+        name: String,
     },
     /// Run the measurement suite and write results.json, report.md and plots.
     Bench {
@@ -168,11 +175,21 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         } => return run_xen(linux_cmd.as_deref(), icount, timeout),
         Task::Run {
             native: Some(NativeGuest::Linux),
+            append: Some(_),
+            ..
+        } => bail!("--append: only for --native freertos; the Linux guest's command line comes from --linux-cmd and the initramfs"),
+        Task::Run {
+            native: Some(NativeGuest::Linux),
             icount,
             timeout,
             linux_cmd,
             ..
         } => return run_native_linux(linux_cmd.as_deref(), icount, timeout),
+        Task::Run {
+            native: Some(NativeGuest::FreeRtos),
+            linux_cmd: Some(_),
+            ..
+        } => bail!("--linux-cmd: the FreeRTOS guest has no shell; use it with --native linux, --xen or a configuration with a Linux VM"),
         Task::Run {
             native: Some(NativeGuest::FreeRtos),
             cpu,
@@ -199,6 +216,11 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         Task::Debug { config, cpu } => return debug(&config.file(), cpu.cpu),
         Task::Test { only } => {
             if !suite::run(&only)? {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Task::Scenario { name } => {
+            if !suite::run_one(&name)? {
                 return Ok(ExitCode::FAILURE);
             }
         }

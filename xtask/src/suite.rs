@@ -8,9 +8,10 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::build;
+use crate::hostile;
 use crate::linux;
 use crate::paths::{self, root, TARGET};
 use crate::process::{self, step, Ending};
@@ -98,15 +99,8 @@ impl Tally {
 /// Runs every check, or with `only` just the named scenarios, and prints the tally last;
 /// returns whether every check passed. An unknown scenario name is an error.
 pub fn run(only: &[String]) -> Result<bool> {
-    if let Some(unknown) = only
-        .iter()
-        .find(|name| !SCENARIOS.iter().any(|s| s.name == name.as_str()))
-    {
-        let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-        anyhow::bail!(
-            "--only: no scenario named \"{unknown}\"; known: {}",
-            known.join(", ")
-        );
+    for name in only {
+        scenario_named("--only", name)?;
     }
     let mut tally = Tally::default();
     let static_checks: &[CargoCheck] = if only.is_empty() { &CARGO_CHECKS } else { &[] };
@@ -143,8 +137,66 @@ pub fn run(only: &[String]) -> Result<bool> {
     Ok(tally.failed == 0)
 }
 
-/// Boots one scenario and returns what went wrong (empty when it passed).
+/// The scenario called `name`; an error naming the known ones (after `what: `) otherwise.
+fn scenario_named(what: &str, name: &str) -> Result<&'static Scenario> {
+    match SCENARIOS.iter().find(|s| s.name == name) {
+        Some(scenario) => Ok(scenario),
+        None => {
+            let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+            anyhow::bail!(
+                "{what}: no scenario named \"{name}\"; known: {}",
+                known.join(", ")
+            )
+        }
+    }
+}
+
+/// `cargo xtask scenario NAME`: builds, boots that one scenario, keeps its console output in
+/// `build/tests/NAME.log` and reports it; for the hostile suite, probe by probe and the
+/// `hostile: probes=<n> breaches=<b>` line last.
+/// Returns whether it passed. An unknown name is an error before anything is built.
+pub fn run_one(name: &str) -> Result<bool> {
+    let scenario = scenario_named("scenario", name)?;
+    build::binaries()?;
+    step(format!("scenario {}", scenario.name));
+    let start = Instant::now();
+    let run = boot(scenario)?;
+    let took = start.elapsed().as_secs_f64();
+    let log = paths::scenario_image(scenario.name).with_extension("log");
+    std::fs::write(&log, &run.output).with_context(|| format!("cannot write {}", log.display()))?;
+    step(format!(
+        "console output in {}",
+        paths::shown(&log).display()
+    ));
+    for problem in &run.problems {
+        println!("       {problem}");
+    }
+    let passed = run.problems.is_empty();
+    let verdict = if passed { "ok    " } else { "FAILED" };
+    println!("{verdict} {} ({took:.1} s)", scenario.name);
+    if hostile::judges(scenario.name) {
+        hostile::report(&run.output)
+            .lines()
+            .iter()
+            .for_each(|line| println!("{line}"));
+    }
+    Ok(passed)
+}
+
+/// A scenario's run: everything QEMU printed and what went wrong (empty when it passed).
+struct ScenarioRun {
+    output: String,
+    problems: Vec<String>,
+}
+
+/// Boots one scenario and returns what went wrong (empty when it passed), with the command
+/// and the console's last lines when something did.
 fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
+    Ok(boot(scenario)?.problems)
+}
+
+/// Boots one scenario and judges its run.
+fn boot(scenario: &Scenario) -> Result<ScenarioRun> {
     let mut cmd = scenario_command(scenario)?;
     let deadline = Duration::from_secs(scenario.timeout_secs);
     let stop = |output: &str| match scenario.end {
@@ -161,6 +213,9 @@ fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
             scenario.timeout_secs
         )],
     };
+    if hostile::judges(scenario.name) {
+        problems.extend(hostile::report(&output).problems());
+    }
     if !problems.is_empty() {
         problems.push(format!("command: {}", process::describe(&cmd)));
         problems.push(format!("last {TAIL_LINES} console lines:"));
@@ -171,7 +226,7 @@ fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
                 .map(|l| format!("| {}", l.trim_end_matches('\r'))),
         );
     }
-    Ok(problems)
+    Ok(ScenarioRun { output, problems })
 }
 
 /// The QEMU command of a scenario: Partita's boot image for its configuration, or Linux

@@ -130,3 +130,62 @@ fn a_missing_file_is_one_line_too() {
         )
     );
 }
+
+/// The keys the schema knows, from its `const <SECTION>_KEYS: [&str; N] = [...]` lists.
+fn schema_keys() -> Vec<String> {
+    let schema = fs::read_to_string(manifest_dir().join("src/config/schema.rs")).unwrap();
+    let mut keys = Vec::new();
+    let mut rest = schema.as_str();
+    while let Some(at) = rest.find("_KEYS: [&str;") {
+        let list = &rest[at..];
+        let open = list.find("= [").unwrap() + 3;
+        let close = list[open..].find("];").unwrap() + open;
+        keys.extend(
+            list[open..close]
+                .split(',')
+                .map(|k| k.trim().trim_matches('"').to_string())
+                .filter(|k| !k.is_empty()),
+        );
+        rest = &list[close..];
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// The key path a negative file's expected message starts with, split into its names:
+/// `vm[0].memory[0].base` gives `vm`, `memory`, `base`.
+fn message_key_names(message: &str) -> Vec<String> {
+    let path = message.split(':').next().unwrap_or("");
+    path.split('.')
+        .map(|part| part.split('[').next().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn every_configuration_key_has_a_negative_file() {
+    let keys = schema_keys();
+    assert!(keys.len() >= 20, "schema keys not found: {keys:?}");
+    let files = toml_files(&manifest_dir().join("tests/configs"));
+    assert!(
+        files.len() >= 40,
+        "{} negative configurations, fewer than 40",
+        files.len()
+    );
+    let named: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let text = fs::read_to_string(f).unwrap();
+            text.lines()
+                .next()
+                .and_then(|l| l.strip_prefix("# error: "))
+                .map(str::to_string)
+        })
+        .flat_map(|message| message_key_names(&message))
+        .collect();
+    let uncovered: Vec<&String> = keys.iter().filter(|k| !named.contains(k)).collect();
+    assert!(
+        uncovered.is_empty(),
+        "keys without a negative configuration naming them: {uncovered:?}"
+    );
+}

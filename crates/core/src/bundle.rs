@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use crate::config::{SystemConfig, PAGE_SIZE};
 
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 pub const HEADER_LEN: usize = 32;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -140,7 +140,8 @@ mod tests {
     use super::*;
     use crate::board::Platform;
     use crate::config::{
-        BoardConfig, ImageConfig, InitrdConfig, MemoryRegion, ResetAction, VmConfig, VmKind,
+        BoardConfig, EndAction, ImageConfig, InitrdConfig, MemoryRegion, ResetAction, VmConfig,
+        VmKind,
     };
     use alloc::vec;
 
@@ -174,6 +175,8 @@ mod tests {
                     bootargs: "console=ttyAMA0".into(),
                     devices: vec![],
                     on_reset: ResetAction::Restart,
+                    on_fault: EndAction::Stop,
+                    on_poweroff: EndAction::Stop,
                     timer: crate::config::TimerMode::Virtual,
                     irqs: vec![],
                 })

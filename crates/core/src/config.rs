@@ -27,6 +27,9 @@ pub const PAGE_SIZE: u64 = 0x1000;
 pub const MAX_NAME_LEN: usize = 16;
 /// Room kept at the end of a VM's first memory region for its generated device tree.
 pub const DTB_SIZE: u64 = 0x1_0000;
+/// The longest `bootargs`, in bytes: Linux's arm64 command line holds 2,048 bytes with its
+/// terminating NUL, and the generated device tree must stay within `DTB_SIZE`.
+pub const MAX_BOOTARGS: usize = 2047;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemConfig {
@@ -83,6 +86,10 @@ pub struct VmConfig {
     pub devices: Vec<DeviceConfig>,
     /// What a PSCI SYSTEM_RESET from the VM does.
     pub on_reset: ResetAction,
+    /// What Partita does when the VM faults in a way it cannot reflect back into it.
+    pub on_fault: EndAction,
+    /// What a PSCI SYSTEM_OFF (or CPU_OFF of its only vCPU) from the VM does.
+    pub on_poweroff: EndAction,
     /// Which EL1 timer the VM keeps time with.
     pub timer: TimerMode,
     /// The VM's lines of the interrupt destination table: physical SPIs it owns, forwarded
@@ -137,6 +144,31 @@ impl ResetAction {
     }
 
     pub fn from_name(name: &str) -> Option<ResetAction> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+/// What Partita does when a boot of a VM ends, by a fault or by the guest's own power-off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndAction {
+    /// The VM stops for good (as faulted after a fault, cleanly after a power-off); the
+    /// other VMs keep running.
+    Stop,
+    /// Rebuild the VM from its images and start it again, exactly as after SYSTEM_RESET.
+    Restart,
+}
+
+impl EndAction {
+    pub const ALL: [EndAction; 2] = [EndAction::Stop, EndAction::Restart];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EndAction::Stop => "stop",
+            EndAction::Restart => "restart",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EndAction> {
         Self::ALL.into_iter().find(|a| a.name() == name)
     }
 }
@@ -352,8 +384,31 @@ fn validate_vm(
             }
         }
     }
+    validate_bootargs(&vm.bootargs).map_err(|m| ConfigError::new(key("bootargs"), m))?;
     validate_devices(board, vm, i)?;
+    validate_device_tree(board, vm).map_err(|m| ConfigError::new(key("device"), m))?;
     validate_image(vm, i)
+}
+
+/// The device tree Partita generates for the VM must fit the `DTB_SIZE` bytes reserved for
+/// it (many devices could overflow it): `guest_fdt` says so.
+fn validate_device_tree(board: &Board, vm: &VmConfig) -> Result<(), String> {
+    crate::fdt::guest_fdt(vm, board, &[0; 32])
+        .map(drop)
+        .map_err(|e| format!("{e}"))
+}
+
+fn validate_bootargs(bootargs: &str) -> Result<(), String> {
+    if bootargs.len() > MAX_BOOTARGS {
+        return Err(format!(
+            "{} bytes, more than {MAX_BOOTARGS} (the kernel command line limit)",
+            bootargs.len()
+        ));
+    }
+    if bootargs.contains('\0') {
+        return Err("contains a NUL character, which would cut the device tree string".into());
+    }
+    Ok(())
 }
 
 fn validate_name(name: &str) -> Result<(), String> {
@@ -713,6 +768,8 @@ mod tests {
                 DeviceConfig::TestDev { base: 0x0a00_0000 },
             ],
             on_reset: ResetAction::Restart,
+            on_fault: EndAction::Stop,
+            on_poweroff: EndAction::Stop,
             timer: TimerMode::Virtual,
             irqs: vec![],
         }
@@ -907,6 +964,14 @@ mod tests {
             assert_eq!(ResetAction::from_name(a.name()), Some(a));
         }
         assert_eq!(ResetAction::from_name("reboot"), None);
+    }
+
+    #[test]
+    fn end_actions_have_names() {
+        for a in EndAction::ALL {
+            assert_eq!(EndAction::from_name(a.name()), Some(a));
+        }
+        assert_eq!(EndAction::from_name("fault"), None);
     }
 
     #[test]

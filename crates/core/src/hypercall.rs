@@ -32,6 +32,10 @@ pub mod ret {
     pub const AFFINITY_ON: u64 = 0;
 }
 
+/// The highest affinity level an MPIDR has (Aff3): AFFINITY_INFO with a higher lowest
+/// affinity level is INVALID_PARAMETERS (PSCI, ARM DEN 0022, AFFINITY_INFO).
+pub const MAX_AFFINITY_LEVEL: u64 = 3;
+
 /// Partita's version for PARTITA_VERSION: `(major << 16) | minor` of this crate.
 pub fn partita_version() -> u64 {
     let parse = |s: &str| s.parse::<u64>().unwrap_or(0) & 0xffff;

@@ -194,13 +194,16 @@ pub const ICC_SGI1R_EL1: SysregId = SysregId {
 };
 
 impl SysregId {
-    /// Whether this is a PMU register (ARM ARM D13.2: PMCR_EL0..PMOVSSET_EL0 at op1 3 and
-    /// CRn 9, PMINTENSET/CLR_EL1 at op1 0, PMEVCNTR<n>/PMEVTYPER<n>/PMCCFILTR at CRn 14):
-    /// trapped while MDCR_EL2.TPM is set, because Partita's own clock is the cycle counter.
-    pub fn is_pmu(&self) -> bool {
-        let crn9 = self.op0 == 3 && self.crn == 9 && (12..=14).contains(&self.crm);
-        let crn14 = self.op0 == 3 && self.op1 == 3 && self.crn == 14 && self.crm >= 8;
-        (crn9 && (self.op1 == 3 || self.op1 == 0)) || crn14
+    /// Whether this names a debug register (op0 = 2: breakpoints, watchpoints, the OS lock,
+    /// MDSCR_EL1, the debug communication channel) or a PMU register (PMCR_EL0 and the
+    /// other CRn = 9, CRm = 12..14 registers, PMINTENSET/CLR_EL1, the event counters and
+    /// types at CRn = 14, CRm = 8..15). These are per-CPU hardware that Partita does not
+    /// switch between VMs, so MDCR_EL2 traps them and guests see them read as zero with
+    /// writes ignored: no VM can plant a breakpoint, lock debug or count events in another.
+    pub fn is_debug_or_pmu(&self) -> bool {
+        let pmu_control = self.op0 == 3 && self.crn == 9 && (12..=14).contains(&self.crm);
+        let pmu_events = self.op0 == 3 && self.op1 == 3 && self.crn == 14 && self.crm >= 8;
+        self.op0 == 2 || pmu_control || pmu_events
     }
 }
 
@@ -287,28 +290,6 @@ mod tests {
                 read: false
             }
         );
-        assert!(!ICC_SGI1R_EL1.is_pmu());
-        let reg = |op1, crn, crm, op2| SysregId {
-            op0: 3,
-            op1,
-            crn,
-            crm,
-            op2,
-        };
-        // PMCR_EL0, PMCCNTR_EL0, PMUSERENR_EL0, PMINTENSET_EL1, PMCCFILTR_EL0.
-        for pmu in [
-            reg(3, 9, 12, 0),
-            reg(3, 9, 13, 0),
-            reg(3, 9, 14, 0),
-            reg(0, 9, 14, 1),
-            reg(3, 14, 15, 7),
-        ] {
-            assert!(pmu.is_pmu(), "{pmu:?}");
-        }
-        // CNTV_CTL_EL0, PAR_EL1 (CRn 7), CNTKCTL_EL1 (CRn 14, CRm 1).
-        for other in [reg(3, 14, 3, 1), reg(0, 7, 4, 0), reg(0, 14, 1, 0)] {
-            assert!(!other.is_pmu(), "{other:?}");
-        }
         let read_xzr = SysregAccess::decode(iss | (31 << 5) | 1);
         assert_eq!(read_xzr.register, Register::Zero);
         assert!(read_xzr.read);
@@ -316,6 +297,34 @@ mod tests {
             decode((0x18 << 26) | IL | u64::from(iss)).cause,
             TrapCause::SystemRegister { iss }
         );
+    }
+
+    #[test]
+    fn debug_and_pmu_registers_are_recognised() {
+        let id = |op0, op1, crn, crm, op2| SysregId {
+            op0,
+            op1,
+            crn,
+            crm,
+            op2,
+        };
+        // DBGBVR0_EL1, MDSCR_EL1, OSLAR_EL1, MDCCSR_EL0.
+        assert!(id(2, 0, 0, 0, 4).is_debug_or_pmu());
+        assert!(id(2, 0, 0, 2, 2).is_debug_or_pmu());
+        assert!(id(2, 0, 1, 0, 4).is_debug_or_pmu());
+        assert!(id(2, 3, 0, 1, 0).is_debug_or_pmu());
+        // PMCR_EL0, PMCCNTR_EL0, PMUSERENR_EL0, PMINTENSET_EL1, PMEVCNTR0_EL0, PMCCFILTR_EL0.
+        assert!(id(3, 3, 9, 12, 0).is_debug_or_pmu());
+        assert!(id(3, 3, 9, 13, 0).is_debug_or_pmu());
+        assert!(id(3, 3, 9, 14, 0).is_debug_or_pmu());
+        assert!(id(3, 0, 9, 14, 1).is_debug_or_pmu());
+        assert!(id(3, 3, 14, 8, 0).is_debug_or_pmu());
+        assert!(id(3, 3, 14, 15, 7).is_debug_or_pmu());
+        // ICC_SGI1R_EL1, CNTV_CTL_EL0, SCTLR_EL1, CNTP_CTL_EL0.
+        assert!(!ICC_SGI1R_EL1.is_debug_or_pmu());
+        assert!(!id(3, 3, 14, 3, 1).is_debug_or_pmu());
+        assert!(!id(3, 0, 1, 0, 0).is_debug_or_pmu());
+        assert!(!id(3, 3, 14, 2, 1).is_debug_or_pmu());
     }
 
     fn dabt(iss: u64) -> DataAbort {

@@ -6,8 +6,8 @@
 //! The clock is the PMU cycle counter PMCCNTR_EL0, counting at every exception level
 //! (PMCCFILTR_EL0.NSH): under QEMU TCG it is the virtual clock at 1 GHz, so with
 //! `-icount shift=0` one tick is one instruction and one nanosecond (CNTPCT_EL0 would give
-//! 16 ns steps, as long as a short path). Guests' PMU accesses trap (MDCR_EL2.TPM/TPMCR)
-//! and read as zero, so no guest can reset or stop it.
+//! 16 ns steps, as long as a short path). Guests' PMU accesses trap (MDCR_EL2.TPM/TPMCR,
+//! set by `Vcpu::load`) and read as zero, so no guest can reset or stop it.
 //!
 //! Cheap on the hot paths: a VM's counters have one writer (the CPU that owns the VM) and a
 //! CPU's bookkeeping only its own CPU, so every update is a relaxed load and store, no lock,
@@ -110,14 +110,13 @@ const PMCR_START: u64 = 1 | (1 << 2) | (1 << 6);
 const PMCCFILTR_ALL_ELS: u64 = 1 << 27;
 /// PMCNTENSET_EL0.C: the cycle counter runs.
 const PMCNTEN_CYCLES: u64 = 1 << 31;
-/// MDCR_EL2.TPMCR and TPM: guests' PMU accesses trap to EL2.
-const MDCR_TRAP_PMU: u64 = (1 << 5) | (1 << 6);
 
 /// Whether the CPU has a PMUv3 (ID_AA64DFR0_EL1.PMUVer neither 0 nor IMPLEMENTATION
 /// DEFINED); without one the clock is the generic counter.
 static PMU: AtomicBool = AtomicBool::new(true);
 
-/// Starts this CPU's clock and keeps guests off the PMU; call once per CPU before any VM.
+/// Starts this CPU's clock; call once per CPU before any VM (guests never reach the PMU:
+/// `Vcpu::load` sets MDCR_EL2's traps and `trap.rs` makes the registers read as zero).
 pub fn init_cpu() {
     let version = (read_sysreg!("id_aa64dfr0_el1") >> 8) & 0xf;
     if version == 0 || version == 0xf {
@@ -127,7 +126,6 @@ pub fn init_cpu() {
     write_sysreg!("pmccfiltr_el0", PMCCFILTR_ALL_ELS);
     write_sysreg!("pmcntenset_el0", PMCNTEN_CYCLES);
     write_sysreg!("pmcr_el0", PMCR_START);
-    write_sysreg!("mdcr_el2", read_sysreg!("mdcr_el2") | MDCR_TRAP_PMU);
 }
 
 /// The EL2 clock in nanoseconds of virtual time (CNTPCT_EL0 at QEMU's 62.5 MHz, 16 ns a

@@ -7,7 +7,8 @@
 
 use partita_core::counters::Counter;
 use partita_core::hypercall::{
-    decode, is_implemented, partita_version, ret, Hypercall, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
+    decode, is_implemented, partita_version, ret, Hypercall, MAX_AFFINITY_LEVEL, PSCI_VERSION_1_1,
+    SMCCC_VERSION_1_1,
 };
 
 use crate::counters;
@@ -32,7 +33,11 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
         Hypercall::PsciFeatures { .. } => ret::NOT_SUPPORTED,
         Hypercall::CpuOn { target, .. } if Vcpu::is_self(target) => ret::ALREADY_ON,
         Hypercall::CpuOn { .. } => ret::INVALID_PARAMETERS,
-        Hypercall::AffinityInfo { target, .. } if Vcpu::is_self(target) => ret::AFFINITY_ON,
+        Hypercall::AffinityInfo { target, level }
+            if level <= MAX_AFFINITY_LEVEL && Vcpu::is_self(target) =>
+        {
+            ret::AFFINITY_ON
+        }
         Hypercall::AffinityInfo { .. } => ret::INVALID_PARAMETERS,
         // The only vCPU turning itself off powers the VM off.
         Hypercall::CpuOff | Hypercall::SystemOff => return Outcome::Stop(Stop::Clean),

@@ -88,15 +88,15 @@ fn counted(cause: &TrapCause) -> Trap {
     }
 }
 
-/// A trapped MSR/MRS: SGI requests go to the virtual GIC; anything else is undefined.
+/// A trapped MSR/MRS: SGI requests go to the virtual GIC; debug and PMU registers (shared
+/// hardware, trapped by MDCR_EL2) read as zero and ignore writes; anything else is undefined.
 fn system_register(vm: &mut Vm, access: SysregAccess, len: u64) -> Outcome {
     if access.id == ICC_SGI1R_EL1 && !access.read {
         vm.vgic.send_sgi(vm.vcpu.reg(access.register));
         counters::injected(vm.index());
         return skip(vm, len);
     }
-    // The PMU is Partita's clock (`counters`): reads as zero, writes are ignored.
-    if access.id.is_pmu() {
+    if access.id.is_debug_or_pmu() {
         if access.read {
             vm.vcpu.set_reg(access.register, 0);
         }
@@ -151,7 +151,9 @@ fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
         let done = if gic {
             vm.vgic.write(ipa, access.size, value)
         } else {
-            vm.devices.write(ipa, access.size, value)
+            let done = vm.devices.write(ipa, access.size, value);
+            vm.raise_requested_interrupts();
+            done
         };
         done.is_ok()
     } else {

@@ -8,7 +8,7 @@ use partita_core::hypercall::affinity;
 use partita_core::trap::Register;
 
 use crate::arch::aarch64::gic_hyp::VirtualCpuInterface;
-use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg, El1Context};
+use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg, El1Context, PauthKeys};
 use crate::arch::aarch64::vectors::{enter_guest, Exit, GuestRegs};
 
 /// SPSR for the first entry: EL1h with D, A, I and F masked.
@@ -27,6 +27,13 @@ const HCR_PAUTH: u64 = (1 << 40) | (1 << 41);
 /// physical timer) without traps.
 const CNTHCTL_EL1PCTEN: u64 = 1;
 const CNTHCTL_EL1PCEN: u64 = 1 << 1;
+
+/// MDCR_EL2 bits: TPMCR and TPM (PMU registers), TDA, TDOSA and TDRA (debug registers, the
+/// OS lock, the debug ROM address). The breakpoints, watchpoints and counters belong to the
+/// physical CPU and are not switched with the vCPU, so guests must not reach them.
+const MDCR_TRAP_DEBUG_PMU: u64 = (1 << 5) | (1 << 6) | (1 << 9) | (1 << 10) | (1 << 11);
+/// MDCR_EL2.HPMN: kept as the CPU set it (the number of event counters).
+const MDCR_HPMN: u64 = 0x1f;
 
 /// What a vCPU may do with the EL1 physical timer (CNTP) of its physical CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +62,9 @@ pub const GUEST_MPIDR: u64 = 1 << 31;
 pub struct Vcpu {
     pub regs: GuestRegs,
     pub el1: El1Context,
+    /// Its pointer-authentication keys, moved with it when the CPU has them (`None`
+    /// otherwise); a fresh vCPU starts with zero keys.
+    pauth_keys: Option<PauthKeys>,
     cpu_interface: VirtualCpuInterface,
     physical_timer: PhysicalTimer,
 }
@@ -69,6 +79,7 @@ impl Vcpu {
         Vcpu {
             regs,
             el1: El1Context::reset(),
+            pauth_keys: has_pauth().then(PauthKeys::default),
             cpu_interface: VirtualCpuInterface::default(),
             physical_timer,
         }
@@ -78,6 +89,10 @@ impl Vcpu {
     /// CPU; the VM's virtual counter is the physical one minus `counter_offset`.
     pub fn load(&self, counter_offset: u64) {
         write_sysreg!("hcr_el2", hcr());
+        write_sysreg!(
+            "mdcr_el2",
+            (read_sysreg!("mdcr_el2") & MDCR_HPMN) | MDCR_TRAP_DEBUG_PMU
+        );
         write_sysreg!("vmpidr_el2", GUEST_MPIDR);
         write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
         write_sysreg!("cnthctl_el2", self.physical_timer.cnthctl());
@@ -87,6 +102,9 @@ impl Vcpu {
             write_sysreg!("cntp_ctl_el0", ctl);
         }
         self.cpu_interface.restore();
+        if let Some(keys) = &self.pauth_keys {
+            keys.restore();
+        }
         self.el1.restore();
     }
 
@@ -94,6 +112,9 @@ impl Vcpu {
     /// its virtual timer so it cannot fire for a vCPU that is not there.
     pub fn unload(&mut self) {
         self.el1.save();
+        if let Some(keys) = &mut self.pauth_keys {
+            keys.save();
+        }
         if let PhysicalTimer::Switched { ctl, cval } = &mut self.physical_timer {
             *ctl = read_sysreg!("cntp_ctl_el0");
             *cval = read_sysreg!("cntp_cval_el0");
@@ -114,13 +135,18 @@ impl Vcpu {
     }
 }
 
-/// HCR_EL2 for guests on this CPU: pointer authentication is passed through when present.
-fn hcr() -> u64 {
+/// Whether this CPU implements pointer authentication.
+fn has_pauth() -> bool {
     // ID_AA64ISAR1_EL1 APA [7:4], API [11:8], GPA [27:24], GPI [31:28]; ID_AA64ISAR2_EL1
     // GPA3 [11:8], APA3 [15:12] (ARM ARM D23.2.75, D23.2.76).
-    let pauth = read_sysreg!("id_aa64isar1_el1") & 0xff00_0ff0 != 0
-        || read_sysreg!("id_aa64isar2_el1") & 0xff00 != 0;
-    if pauth {
+    read_sysreg!("id_aa64isar1_el1") & 0xff00_0ff0 != 0
+        || read_sysreg!("id_aa64isar2_el1") & 0xff00 != 0
+}
+
+/// HCR_EL2 for guests on this CPU: pointer authentication is passed through when present
+/// (its keys move with the vCPU).
+fn hcr() -> u64 {
+    if has_pauth() {
         HCR_GUEST | HCR_PAUTH
     } else {
         HCR_GUEST

@@ -1,7 +1,10 @@
 //! A virtual machine: its memory regions, stage-2 map, emulated devices, console and single
 //! vCPU, and its lifecycle: build from the configuration and bundled image, switch its vCPU
-//! on and off the CPU, stop (clean or fault) and restart after SYSTEM_RESET with clean memory
-//! and fresh devices. When it runs is the CPU scheduler's decision, not the VM's.
+//! on and off the CPU, and end a boot (SYSTEM_RESET, power-off or fault) by stopping for good
+//! or restarting with clean memory, fresh devices, a fresh virtual GIC and vCPU, as its
+//! configured policy (`on_reset`, `on_poweroff`, `on_fault`) says. A restart allocates what
+//! it frees, nothing more: the heap in use is printed each time the VM starts so tests can
+//! check it. When it runs is the CPU scheduler's decision, not the VM's.
 //!
 //! A `Vm` is owned by the physical CPU that runs it. It must never touch memory outside its
 //! own regions; everything it maps comes from the validated configuration.
@@ -11,8 +14,8 @@ use alloc::vec::Vec;
 
 use partita_core::board::Board;
 use partita_core::bundle::VmImages;
-use partita_core::config::{ResetAction, TimerMode, VmConfig, DTB_SIZE};
-use partita_core::fdt::guest_fdt;
+use partita_core::config::{EndAction, ResetAction, TimerMode, VmConfig};
+use partita_core::fdt::GuestFdt;
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::stage2::Stage2Map;
@@ -22,6 +25,7 @@ use crate::arch::aarch64::vectors::Exit;
 use crate::console::VmConsole;
 use crate::counters;
 use crate::devices::Devices;
+use crate::heap;
 use crate::input;
 use crate::memory::{self, GuestMemory};
 use crate::println;
@@ -58,11 +62,28 @@ pub struct Vm {
     pub vcpu: Vcpu,
     /// The rebuild in progress, if the VM is being (re)built.
     rebuild: Option<Rebuild>,
+    /// The VM's device tree, written once; each boot stamps its own seed into a copy.
+    fdt: GuestFdt,
+}
+
+/// How a boot of a VM ended; each has its own policy in the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootEnd {
+    /// PSCI SYSTEM_RESET (`on_reset`).
+    Reset,
+    /// PSCI SYSTEM_OFF or CPU_OFF of its only vCPU (`on_poweroff`).
+    PowerOff,
+    /// A fault Partita cannot reflect back into the guest (`on_fault`), already reported.
+    Fault,
 }
 
 /// Bytes of guest memory rebuilt at a time: about 5 us of emulated time (zeroing with
 /// DC ZVA and cleaning by line), the most a restarting VM delays a higher-priority one.
 const REBUILD_PIECE: u64 = 0x1_0000;
+/// Bytes rebuilt at a time where an image, initrd or device tree is copied in: copying costs
+/// about half an instruction a byte against DC ZVA's few per cache block, so a 64 KiB piece
+/// of image took about 40 us; 8 KiB keeps such a piece near the same 5 us.
+const COPY_PIECE: u64 = 0x2000;
 
 /// Where a VM's rebuild stands, and its freshly generated device tree.
 struct Rebuild {
@@ -134,6 +155,8 @@ impl Vm {
             timer_ppi_active: false,
             vcpu: Vcpu::new(0, 0, physical_timer),
             rebuild: None,
+            fdt: GuestFdt::new(config, board)
+                .unwrap_or_else(|e| panic!("vm {}: device tree: {e}", config.name)),
         };
         vm.load();
         for &intid in &vm.forwarded {
@@ -152,13 +175,8 @@ impl Vm {
     /// device tree copied in a piece at a time by `rebuild_step`.
     fn begin_load(&mut self) {
         let seed = seed::for_vm(self.index, self.boots);
-        let fdt = match guest_fdt(self.config, self.board, &seed) {
-            Ok(fdt) if fdt.len() as u64 <= DTB_SIZE => fdt,
-            Ok(fdt) => panic!("vm {}: device tree of {} bytes", self.name, fdt.len()),
-            Err(e) => panic!("vm {}: device tree: {e}", self.name),
-        };
         let rebuild = Rebuild {
-            fdt,
+            fdt: self.fdt.with_seed(&seed),
             region: 0,
             offset: 0,
         };
@@ -188,8 +206,13 @@ impl Vm {
         };
         if let Some(m) = self.memory.get_mut(rebuild.region) {
             let blobs = rebuild.blobs(self.config, &self.images);
-            m.rebuild(m.guest.base + rebuild.offset, REBUILD_PIECE, &blobs);
-            rebuild.offset += REBUILD_PIECE;
+            let at = m.guest.base + rebuild.offset;
+            let copies = blobs.iter().any(|&(blob, bytes)| {
+                !bytes.is_empty() && blob < at + REBUILD_PIECE && at < blob + bytes.len() as u64
+            });
+            let piece = if copies { COPY_PIECE } else { REBUILD_PIECE };
+            m.rebuild(at, piece, &blobs);
+            rebuild.offset += piece;
             if rebuild.offset >= m.guest.size {
                 rebuild.region += 1;
                 rebuild.offset = 0;
@@ -206,6 +229,9 @@ impl Vm {
         let load = self.config.load_address().unwrap_or(0);
         let dtb = self.config.dtb_address().unwrap_or(0);
         self.vcpu = Vcpu::new(load, dtb, self.physical_timer);
+        if self.boots > 1 {
+            self.announce_start();
+        }
         true
     }
 
@@ -230,6 +256,16 @@ impl Vm {
         self.config.priority
     }
 
+    /// Raises the physical SPIs the guest asked its test device for, those of its destination
+    /// table only; any other request is dropped.
+    pub fn raise_requested_interrupts(&mut self) {
+        while let Some(intid) = self.devices.take_raise_request() {
+            if intid >= gic::PRIVATE_IRQS && self.config.irqs.contains(&intid) {
+                gic::set_spi_pending(self.board, intid);
+            }
+        }
+    }
+
     /// The physical interrupts forwarded to it besides its virtual timer.
     pub fn forwarded(&self) -> &[u32] {
         &self.forwarded
@@ -251,8 +287,15 @@ impl Vm {
         self.memory.iter().any(|m| m.contains(ipa, len))
     }
 
+    /// The VM starts a boot: with the heap in use then, which is the same at the start of
+    /// every boot when restarts leak nothing.
     pub fn announce_start(&self) {
-        println!("vm {}: starting (boot {})", self.name, self.boots);
+        println!(
+            "vm {}: starting (boot {}, heap {} B)",
+            self.name,
+            self.boots,
+            heap::in_use()
+        );
     }
 
     /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
@@ -305,20 +348,32 @@ impl Vm {
         timer::virtual_deadline(self.counter_offset)
     }
 
-    /// PSCI SYSTEM_RESET of the switched-out VM: its rebuild begins (the scheduler runs it
-    /// piece by piece) and it restarts with the boot count one higher; or it is stopped as
-    /// faulted (`on_reset = "fault"`).
-    pub fn reset(&mut self) -> Option<Stop> {
+    /// The switched-out VM's boot ended as `end`: its rebuild begins (the scheduler runs it
+    /// piece by piece and it restarts with the boot count one higher; `None`), or it stops
+    /// for good, as its policy for that ending says.
+    pub fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
         self.console.flush_partial();
-        if self.config.on_reset == ResetAction::Fault {
-            println!(
-                "vm {}: reset requested; stopped (on_reset = \"fault\")",
-                self.name
-            );
-            return Some(Stop::Fault);
+        match end {
+            BootEnd::Reset if self.config.on_reset == ResetAction::Fault => {
+                println!(
+                    "vm {}: reset requested; stopped (on_reset = \"fault\")",
+                    self.name
+                );
+                return Some(Stop::Fault);
+            }
+            BootEnd::Reset => println!("vm {}: reset (boot {})", self.name, self.boots + 1),
+            BootEnd::PowerOff if self.config.on_poweroff == EndAction::Stop => {
+                return Some(Stop::Clean)
+            }
+            BootEnd::PowerOff => println!(
+                "vm {}: powered off; restarting (boot {})",
+                self.name,
+                self.boots + 1
+            ),
+            BootEnd::Fault if self.config.on_fault == EndAction::Stop => return Some(Stop::Fault),
+            BootEnd::Fault => {}
         }
         self.boots += 1;
-        println!("vm {}: reset (boot {})", self.name, self.boots);
         self.begin_load();
         None
     }
@@ -337,9 +392,17 @@ impl Vm {
         self.release_interrupts();
     }
 
-    /// Stops the VM because of a guest fault Partita cannot reflect back into it.
+    /// Ends the VM's boot because of a guest fault Partita cannot reflect back into it; the
+    /// console line says what `on_fault` makes of it.
     pub fn fault(&self, reason: core::fmt::Arguments) -> Outcome {
-        println!("vm {}: fault: {reason}; stopped", self.name);
+        match self.config.on_fault {
+            EndAction::Stop => println!("vm {}: fault: {reason}; stopped", self.name),
+            EndAction::Restart => println!(
+                "vm {}: fault: {reason}; restarting (boot {})",
+                self.name,
+                self.boots + 1
+            ),
+        }
         Outcome::Stop(Stop::Fault)
     }
 }

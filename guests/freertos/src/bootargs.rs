@@ -3,9 +3,11 @@
 //! words are ignored; a malformed value is ignored like a missing one.
 //!
 //! `rt.samples=<n>`: the real-time task powers off after `n` samples (default: never).
+//! `tick=physical`: the tick is the EL1 physical timer instead of the virtual one.
 //! `bench=...` and `bench.*=...`: the benchmarks run instead of the demo (`bench::args`).
 
 use crate::bench::Selection;
+use crate::timer::Source;
 use fdt::Fdt;
 
 /// Options the guest understands.
@@ -13,6 +15,7 @@ use fdt::Fdt;
 pub struct BootArgs {
     pub rt_samples: Option<u64>,
     pub bench: Option<Selection>,
+    pub tick: Source,
 }
 
 impl BootArgs {
@@ -33,6 +36,8 @@ impl BootArgs {
         for word in line.split_ascii_whitespace() {
             if let Some(value) = word.strip_prefix("rt.samples=") {
                 args.rt_samples = value.parse().ok().filter(|&n| n > 0);
+            } else if word == "tick=physical" {
+                args.tick = Source::Physical;
             }
         }
         args

@@ -82,11 +82,11 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
             psci::conduit_name()
         )),
     }
-    start(&platform, args.bench)
+    start(&platform, args.bench, args.tick)
 }
 
 /// Sets up the interrupt controller and tick, creates the tasks and starts FreeRTOS.
-fn start(platform: &Platform, bench: Option<bench::Selection>) -> ! {
+fn start(platform: &Platform, bench: Option<bench::Selection>, tick: timer::Source) -> ! {
     // SAFETY: the regions come from the device tree's arm,gic-v3 node, and the guest is the
     // only software programming the GIC at EL1.
     let gic = unsafe {
@@ -97,9 +97,22 @@ fn start(platform: &Platform, bench: Option<bench::Selection>) -> ! {
         )
     }
     .unwrap_or_else(|error| console::halt(format_args!("GICv3 set-up failed: {error}")));
-    gic.enable_ppi(platform.virtual_timer_intid, port::TICK_PRIORITY)
+    let tick_intid = match tick {
+        timer::Source::Virtual => platform.virtual_timer_intid,
+        timer::Source::Physical => platform.physical_timer_intid,
+    };
+    timer::select(tick);
+    vectors::install(tick);
+    console::line(format_args!(
+        "tick: {} timer, interrupt {tick_intid}",
+        match tick {
+            timer::Source::Virtual => "virtual",
+            timer::Source::Physical => "physical",
+        }
+    ));
+    gic.enable_ppi(tick_intid, port::TICK_PRIORITY)
         .unwrap_or_else(|error| console::halt(format_args!("tick interrupt: {error}")));
-    port::configure_tick(platform.virtual_timer_intid, timer::frequency());
+    port::configure_tick(tick_intid, timer::frequency());
     console::create_line_lock()
         .unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
     let spawned = match bench {
@@ -139,7 +152,7 @@ fn print_banner(platform: &Platform, dtb: usize, entry_el: u64) {
     ));
     console::line(format_args!(
         "platform (device tree at {dtb:#x}): pl011 {:#x}, gicv3 distributor {:#x} redistributors {:#x}, \
-         tick: virtual timer intid {} (physical {}) at {} Hz, memory {:#x}+{:#x}",
+         timers: virtual intid {}, physical {}, at {} Hz, memory {:#x}+{:#x}",
         platform.uart,
         platform.gic_distributor,
         platform.gic_redistributors,

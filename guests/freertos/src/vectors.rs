@@ -4,17 +4,37 @@
 //! (EL1h). An SVC (the port's `portYIELD`) goes to the port's `FreeRTOS_SWI_Handler`, an
 //! IRQ to its `FreeRTOS_IRQ_Handler`; every other exception is reported on the console
 //! with its syndrome and the guest halts. This module never handles an exception itself.
-//! Each IRQ entry stores the virtual counter in its second instruction (the latency
+//! Each IRQ entry stores the tick's counter in its second instruction (the latency
 //! benchmarks' "first instruction of the handler"); nothing else is done before the port.
+//! There are two tables, the same but for that counter: `_freertos_vector_table` reads the
+//! virtual counter, `_freertos_vector_table_physical` the physical one (`install`).
 
 use crate::console;
-use aarch64_cpu::registers::{Readable, ELR_EL1, ESR_EL1, FAR_EL1};
+use crate::timer::Source;
+use aarch64_cpu::asm::barrier;
+use aarch64_cpu::registers::{Readable, Writeable, ELR_EL1, ESR_EL1, FAR_EL1, VBAR_EL1};
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// CNTVCT_EL0 at the entry of the latest IRQ.
+/// The tick's counter at the entry of the latest IRQ.
 static IRQ_ENTRY_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The virtual counter read at the entry of the latest IRQ (valid inside its handler,
+extern "C" {
+    static _freertos_vector_table: u8;
+    static _freertos_vector_table_physical: u8;
+}
+
+/// Installs the vector table that stamps IRQ entries with `source`'s counter (the boot code
+/// installed the virtual one); call before interrupts are unmasked.
+pub fn install(source: Source) {
+    let table = match source {
+        Source::Virtual => core::ptr::addr_of!(_freertos_vector_table),
+        Source::Physical => core::ptr::addr_of!(_freertos_vector_table_physical),
+    };
+    VBAR_EL1.set(table as u64);
+    barrier::isb(barrier::SY);
+}
+
+/// The tick's counter read at the entry of the latest IRQ (valid inside its handler,
 /// where no other IRQ can be taken).
 pub fn irq_entry_counter() -> u64 {
     IRQ_ENTRY_COUNTER.load(Ordering::Relaxed)
@@ -43,26 +63,23 @@ core::arch::global_asm!(
     .endm
 
     // An IRQ: stamp the counter (no ISB: as early as possible), then the port's handler.
-    .macro irq_entry
+    .macro irq_entry counter
     .balign 0x80
     stp     x0, x1, [sp, #-16]!
-    mrs     x0, cntvct_el0
+    mrs     x0, \counter
     adrp    x1, {stamp}
     str     x0, [x1, :lo12:{stamp}]
     ldp     x0, x1, [sp], #16
     b       FreeRTOS_IRQ_Handler
     .endm
 
-    .section .text.vectors, "ax"
-    .balign 0x800
-    .global _freertos_vector_table
-_freertos_vector_table:
+    .macro vector_table counter
     sync_entry 0                    // current EL, SP_EL0: synchronous
-    irq_entry                       // current EL, SP_EL0: IRQ
+    irq_entry \counter              // current EL, SP_EL0: IRQ
     unexpected 2
     unexpected 3
     sync_entry 4                    // current EL, SP_ELx: synchronous
-    irq_entry                       // current EL, SP_ELx: IRQ (nested)
+    irq_entry \counter              // current EL, SP_ELx: IRQ (nested)
     unexpected 6
     unexpected 7
     unexpected 8
@@ -73,6 +90,18 @@ _freertos_vector_table:
     unexpected 13
     unexpected 14
     unexpected 15
+    .endm
+
+    .section .text.vectors, "ax"
+    .balign 0x800
+    .global _freertos_vector_table
+_freertos_vector_table:
+    vector_table cntvct_el0
+
+    .balign 0x800
+    .global _freertos_vector_table_physical
+_freertos_vector_table_physical:
+    vector_table cntpct_el0
 "#,
     stamp = sym IRQ_ENTRY_COUNTER,
 );

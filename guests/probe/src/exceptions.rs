@@ -2,7 +2,8 @@
 //!
 //! A synchronous exception taken from EL1 with SP_EL1 (the probe's only context) is recorded
 //! in `TRAP_LOG` (count, ESR_EL1, FAR_EL1, ELR_EL1) and skipped by returning to ELR_EL1 + 4,
-//! so a check can provoke an abort and then look at its syndrome. Every other vector is
+//! so a check can provoke an abort and then look at its syndrome; an instruction abort
+//! returns to the link register instead (the probe reaches such code only with `blr`). Every other vector is
 //! unexpected: it reports and crashes. The vectors never return into a faulting instruction.
 
 use core::arch::global_asm;
@@ -109,7 +110,14 @@ probe_vectors:
     str     x1, [x0, #24]
     add     x1, x1, #4
     msr     elr_el1, x1
-    ldp     x0, x1, [sp], #16
+    // An instruction abort (EC 0x21) came from a branch into memory that cannot be
+    // fetched: return to the link register instead.
+    mrs     x1, esr_el1
+    lsr     x1, x1, #26
+    cmp     x1, #0x21
+    b.ne    1f
+    msr     elr_el1, x30
+1:  ldp     x0, x1, [sp], #16
     eret
 
     unexpected 0x280

@@ -11,7 +11,13 @@
 //! - default: run every check, then power off (or crash on purpose if one failed);
 //! - `crash`: point VBAR_EL1 outside guest memory and touch unmapped memory, so Partita must
 //!   stop the VM as faulted;
-//! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off.
+//! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off;
+//! - `hostile`: run the numbered hostile probes (`hostile`), then power off;
+//! - `wreck`: destroy its own vectors and translation tables, so Partita must stop the VM;
+//! - `spin`: loop forever with interrupts masked, never trapping;
+//! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever;
+//! - `spi` (with `spi=<n>`): receive a physical SPI of the VM's destination table, and not
+//!   one it does not own (`spi.rs`).
 #![no_std]
 #![no_main]
 
@@ -19,9 +25,11 @@ mod boot;
 mod checks;
 mod console;
 mod exceptions;
+mod hostile;
 mod mmio;
 mod platform;
 mod smccc_calls;
+mod spi;
 
 use core::panic::PanicInfo;
 
@@ -41,6 +49,11 @@ enum Mode {
     Checks,
     Crash,
     Reset,
+    Hostile,
+    Wreck,
+    Spin,
+    ResetLoop,
+    Spi,
 }
 
 impl Mode {
@@ -51,7 +64,12 @@ impl Mode {
             .find_map(|arg| match arg {
                 "crash" => Some(Mode::Crash),
                 "reset" => Some(Mode::Reset),
+                "spi" => Some(Mode::Spi),
                 "checks" => Some(Mode::Checks),
+                "hostile" => Some(Mode::Hostile),
+                "wreck" => Some(Mode::Wreck),
+                "spin" => Some(Mode::Spin),
+                "resetloop" => Some(Mode::ResetLoop),
                 _ => None,
             })
             .unwrap_or(Mode::Checks)
@@ -72,6 +90,14 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::Checks => run_checks(&platform),
         Mode::Crash => crash(),
         Mode::Reset => reset(&platform),
+        Mode::Hostile => {
+            hostile::run_all(&platform);
+            power_off()
+        }
+        Mode::Wreck => hostile::lifecycle::wreck(),
+        Mode::Spin => hostile::lifecycle::spin(),
+        Mode::ResetLoop => hostile::lifecycle::reset_loop(&platform),
+        Mode::Spi => spi::run(&platform),
     }
 }
 
@@ -104,7 +130,7 @@ fn reset(platform: &Platform) -> ! {
     crash()
 }
 
-fn power_off() -> ! {
+pub fn power_off() -> ! {
     smccc_calls::system_off();
     println!("probe: SYSTEM_OFF returned");
     crash()

@@ -7,8 +7,8 @@
 
 use partita_core::board::Platform;
 use partita_core::config::{
-    BoardConfig, ConfigError, DeviceConfig, ImageConfig, InitrdConfig, MemoryRegion, ResetAction,
-    SystemConfig, TimerMode, VmConfig, VmKind,
+    BoardConfig, ConfigError, DeviceConfig, EndAction, ImageConfig, InitrdConfig, MemoryRegion,
+    ResetAction, SystemConfig, TimerMode, VmConfig, VmKind,
 };
 use partita_core::sched::DEFAULT_SLICE_US;
 use toml::{Table, Value};
@@ -17,9 +17,21 @@ use super::fields::{wrong_type, Fields};
 
 const TOP_KEYS: [&str; 2] = ["board", "vm"];
 const BOARD_KEYS: [&str; 3] = ["platform", "cpus", "slice_us"];
-const VM_KEYS: [&str; 12] = [
-    "name", "kind", "priority", "cpus", "bootargs", "memory", "image", "initrd", "device",
-    "on_reset", "timer", "irqs",
+const VM_KEYS: [&str; 14] = [
+    "name",
+    "kind",
+    "priority",
+    "cpus",
+    "bootargs",
+    "memory",
+    "image",
+    "initrd",
+    "device",
+    "on_reset",
+    "on_fault",
+    "on_poweroff",
+    "timer",
+    "irqs",
 ];
 const MEMORY_KEYS: [&str; 3] = ["base", "size", "phys"];
 const IMAGE_KEYS: [&str; 2] = ["path", "load"];
@@ -98,6 +110,8 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
     let image = image(&f)?;
     let initrd = initrd(&f)?;
     let on_reset = on_reset(&f)?;
+    let on_fault = end_action(&f, "on_fault")?;
+    let on_poweroff = end_action(&f, "on_poweroff")?;
     let timer = timer(&f)?;
     let irqs = f.u32_array("irqs")?;
     let devices = f
@@ -117,6 +131,8 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
         bootargs,
         devices,
         on_reset,
+        on_fault,
+        on_poweroff,
         timer,
         irqs,
     })
@@ -156,6 +172,19 @@ fn on_reset(vm: &Fields) -> Result<ResetAction, ConfigError> {
         ConfigError::new(
             vm.key("on_reset"),
             format!("unknown action \"{name}\"; expected \"restart\" or \"fault\""),
+        )
+    })
+}
+
+/// What ends a boot (`on_fault`, `on_poweroff`) leads to; "stop" when not given.
+fn end_action(vm: &Fields, key: &str) -> Result<EndAction, ConfigError> {
+    let Some(name) = vm.string(key)? else {
+        return Ok(EndAction::Stop);
+    };
+    EndAction::from_name(name).ok_or_else(|| {
+        ConfigError::new(
+            vm.key(key),
+            format!("unknown action \"{name}\"; expected \"stop\" or \"restart\""),
         )
     })
 }
@@ -276,6 +305,27 @@ mod tests {
         assert_eq!(vm.devices[1], DeviceConfig::TestDev { base: 0x0a00_0000 });
         assert_eq!(vm.initrd, None);
         assert_eq!(vm.on_reset, ResetAction::Restart);
+        assert_eq!(vm.on_fault, EndAction::Stop);
+        assert_eq!(vm.on_poweroff, EndAction::Stop);
+    }
+
+    #[test]
+    fn end_actions_parse() {
+        let text = PROBE.replace(
+            "image = \"probe.bin\"",
+            "image = \"probe.bin\"\non_fault = \"restart\"\non_poweroff = \"restart\"",
+        );
+        let vm = &parse(&text).unwrap().vms[0];
+        assert_eq!(vm.on_fault, EndAction::Restart);
+        assert_eq!(vm.on_poweroff, EndAction::Restart);
+        let bad = PROBE.replace(
+            "image = \"probe.bin\"",
+            "image = \"probe.bin\"\non_poweroff = \"fault\"",
+        );
+        assert_eq!(
+            parse(&bad).unwrap_err(),
+            "vm[0].on_poweroff: unknown action \"fault\"; expected \"stop\" or \"restart\""
+        );
     }
 
     #[test]

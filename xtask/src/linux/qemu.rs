@@ -11,7 +11,7 @@ use std::process::Command;
 const JOB_PARAM: &str = "partita.job";
 
 /// Longest kernel command line arm64 Linux accepts (COMMAND_LINE_SIZE - 1).
-pub const MAX_BOOTARGS: usize = 2047;
+pub use partita_core::config::MAX_BOOTARGS;
 
 /// The console of a native boot (QEMU's PL011).
 const NATIVE_CONSOLE: &str = "ttyAMA0";

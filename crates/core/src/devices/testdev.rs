@@ -8,6 +8,7 @@
 //! | 0x10 | `WRITES` | read-only count of accepted writes to `SCRATCH` |
 //! | 0x18 | `FAULT` | every access is refused (the guest gets an abort) |
 //! | 0x20 | `BOOTS` | read-only: how many times this VM has been started (1 on first boot) |
+//! | 0x28 | `RAISE` | write-only (reads as zero): a write of INTID n asks Partita to make physical interrupt n pending, which it does only for an SPI of the VM's destination table (`irqs`) |
 //! | other | reserved | reads as zero, writes ignored |
 //!
 //! Accesses must be naturally aligned; an unaligned one is refused.
@@ -19,6 +20,7 @@ pub const SCRATCH: u64 = 0x08;
 pub const WRITES: u64 = 0x10;
 pub const FAULT: u64 = 0x18;
 pub const BOOTS: u64 = 0x20;
+pub const RAISE: u64 = 0x28;
 /// The `ID` register's value: every byte differs and the top bit of each is set, so a sign
 /// extension mistake at any size shows.
 pub const ID_VALUE: u64 = 0x8899_aabb_ccdd_eeff;
@@ -27,6 +29,8 @@ pub struct TestDevice {
     scratch: u64,
     writes: u64,
     boots: u64,
+    /// The INTID last written to `RAISE`, not yet taken by the hypervisor.
+    raise: Option<u32>,
 }
 
 impl TestDevice {
@@ -36,7 +40,14 @@ impl TestDevice {
             scratch: 0,
             writes: 0,
             boots,
+            raise: None,
         }
+    }
+
+    /// The interrupt the guest asked to raise through `RAISE` since the last call, if any.
+    /// Whether it may be raised is the caller's decision.
+    pub fn take_raise(&mut self) -> Option<u32> {
+        self.raise.take()
     }
 }
 
@@ -73,6 +84,10 @@ impl MmioDevice for TestDevice {
                 self.writes += 1;
                 Ok(())
             }
+            RAISE if shift == 0 => {
+                self.raise = u32::try_from(value & size.mask()).ok();
+                Ok(())
+            }
             FAULT => Err(AccessFault),
             _ => Ok(()),
         }
@@ -104,6 +119,21 @@ mod tests {
         d.write(SCRATCH + 7, Byte, 0x99).unwrap();
         assert_eq!(d.read(SCRATCH, Double), Ok(0x9911_2222_ffff_4444));
         assert_eq!(d.read(WRITES, Double), Ok(3));
+    }
+
+    #[test]
+    fn raise_records_the_latest_intid_once_and_reads_as_zero() {
+        let mut d = TestDevice::new(1);
+        assert_eq!(d.take_raise(), None);
+        d.write(RAISE, Word, 40).unwrap();
+        d.write(RAISE, Double, 41).unwrap();
+        assert_eq!(d.read(RAISE, Double), Ok(0));
+        assert_eq!(d.take_raise(), Some(41));
+        assert_eq!(d.take_raise(), None);
+        d.write(RAISE + 4, Word, 42).unwrap();
+        assert_eq!(d.take_raise(), None);
+        d.write(RAISE, Double, u64::MAX).unwrap();
+        assert_eq!(d.take_raise(), None);
     }
 
     #[test]

@@ -85,6 +85,14 @@ impl Devices {
         model.device().write(offset, size, value)
     }
 
+    /// An interrupt the guest asked one of its test devices to raise, not yet taken.
+    pub fn take_raise_request(&mut self) -> Option<u32> {
+        self.devices.iter_mut().find_map(|d| match &mut d.model {
+            Model::Test(test) => test.take_raise(),
+            Model::Uart(_) => None,
+        })
+    }
+
     /// The interrupt lines of the devices that have one, and whether each is asserted.
     pub fn irq_lines(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
         self.devices.iter().filter_map(|d| {

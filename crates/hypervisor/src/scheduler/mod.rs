@@ -24,7 +24,7 @@ use crate::arch::aarch64::{gic, timer};
 use crate::counters;
 use crate::system::{Stop, System};
 use crate::trap::Outcome;
-use crate::vm::Vm;
+use crate::vm::{BootEnd, Vm};
 
 pub struct CpuScheduler {
     cpu: u8,
@@ -139,8 +139,9 @@ impl CpuScheduler {
                         return;
                     }
                 }
-                Outcome::Reset => return self.reset(at),
-                Outcome::Stop(how) => return self.stop(at, how),
+                Outcome::Reset => return self.end_boot(at, BootEnd::Reset),
+                Outcome::Stop(Stop::Clean) => return self.end_boot(at, BootEnd::PowerOff),
+                Outcome::Stop(Stop::Fault) => return self.end_boot(at, BootEnd::Fault),
             }
         }
     }
@@ -179,10 +180,12 @@ impl CpuScheduler {
         }
     }
 
-    /// SYSTEM_RESET of `vms[at]`: restart it as a fresh vCPU, or stop it.
-    fn reset(&mut self, at: usize) {
+    /// The boot of the running `vms[at]` ended (reset, power-off or fault): restart it as a
+    /// fresh vCPU (its rebuild runs a piece at a time, see `rebuild`), or stop it, as its
+    /// policy says.
+    fn end_boot(&mut self, at: usize, end: BootEnd) {
         self.switch_out();
-        match self.vms[at].reset() {
+        match self.vms[at].end_boot(end) {
             Some(how) => self.stop(at, how),
             None => {
                 let vm = &self.vms[at];

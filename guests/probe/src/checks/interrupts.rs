@@ -21,9 +21,9 @@ const TIMER_PPI: u64 = 27;
 /// SGIs sent at once: twice the four list registers of Cortex-A72 and QEMU's `max`.
 const SGIS: u64 = 8;
 /// IAR reads that may return "no interrupt" while Partita refills the list registers.
-const SPURIOUS_LIMIT: u64 = 10_000;
+pub const SPURIOUS_LIMIT: u64 = 10_000;
 /// ICC_IAR1_EL1's "no pending interrupt" INTID.
-const SPURIOUS: u64 = 1023;
+pub const SPURIOUS: u64 = 1023;
 
 /// GICD_CTLR, and the redistributor's GICR_WAKER, GICR_IGROUPR0, GICR_ISENABLER0 and
 /// GICR_ICENABLER0.
@@ -37,7 +37,7 @@ const GICD_ENABLE_GRP1_ARE: u64 = (1 << 1) | (1 << 4);
 
 /// Turns the VM's distributor, redistributor and CPU interface on for Group 1 and enables
 /// the private interrupts in `enable` (a GICR_ISENABLER0 mask).
-fn enable_interrupts(enable: u64) {
+pub fn enable_interrupts(enable: u64) {
     Store::Word.run(GICD_CTLR, GICD_ENABLE_GRP1_ARE);
     Store::Word.run(GICR_WAKER, 0);
     Store::Word.run(GICR_IGROUPR0, u64::from(u32::MAX));
@@ -56,7 +56,7 @@ fn enable_interrupts(enable: u64) {
 
 /// Acknowledges the highest-priority pending interrupt and, unless there was none, ends it
 /// (ICC_IAR1_EL1, ICC_EOIR1_EL1); its INTID or `SPURIOUS`.
-fn acknowledge() -> u64 {
+pub fn acknowledge() -> u64 {
     let intid: u64;
     // SAFETY: acknowledging an interrupt touches only the CPU interface.
     unsafe { core::arch::asm!("mrs {}, S3_0_C12_C12_0", out(reg) intid) };

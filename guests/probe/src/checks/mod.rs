@@ -7,7 +7,7 @@
 
 mod faults;
 mod hypercalls;
-mod interrupts;
+pub mod interrupts;
 mod testdev;
 
 use core::fmt::{self, Write};

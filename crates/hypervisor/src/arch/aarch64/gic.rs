@@ -20,6 +20,7 @@ const GICD_TYPER: u64 = 0x0004;
 const GICD_IGROUPR: u64 = 0x0080;
 const GICD_ISENABLER: u64 = 0x0100;
 const GICD_ICENABLER: u64 = 0x0180;
+const GICD_ISPENDR: u64 = 0x0200;
 const GICD_ICACTIVER: u64 = 0x0380;
 const GICD_IPRIORITYR: u64 = 0x0400;
 const GICD_IROUTER: u64 = 0x6000;
@@ -51,7 +52,7 @@ const PRIORITY: u8 = 0x80;
 const PMR_ALL: u64 = 0xff;
 /// INTIDs 1020 to 1023 are special: nothing to acknowledge.
 const FIRST_SPECIAL: u32 = 1020;
-const PRIVATE_IRQS: u32 = 32;
+pub const PRIVATE_IRQS: u32 = 32;
 
 fn read32(addr: u64) -> u32 {
     // SAFETY: `addr` is a register of the board's GIC, mapped as Device memory by `mmu`;
@@ -183,6 +184,14 @@ pub fn disable(board: &Board, intid: u32) {
             bit,
         );
     }
+}
+
+/// Makes SPI `intid` pending, as if its device had signalled it.
+pub fn set_spi_pending(board: &Board, intid: u32) {
+    write32(
+        board.gicd.base + GICD_ISPENDR + u64::from(intid / 32) * 4,
+        1 << (intid % 32),
+    );
 }
 
 /// Clears the active state of `intid` (a PPI of this CPU or an SPI): a forwarded interrupt

@@ -33,14 +33,14 @@ macro_rules! write_sysreg {
 pub(crate) use {read_sysreg, write_sysreg};
 
 macro_rules! el1_context {
-    ($($field:ident = $reg:literal),* $(,)?) => {
-        /// EL1 and EL0 system registers of one vCPU.
+    ($(#[$doc:meta])* $name:ident { $($field:ident = $reg:literal),* $(,)? }) => {
+        $(#[$doc])*
         #[derive(Clone, Default)]
-        pub struct El1Context {
+        pub struct $name {
             $(pub $field: u64,)*
         }
 
-        impl El1Context {
+        impl $name {
             /// Copies the live registers into `self`.
             pub fn save(&mut self) {
                 $(self.$field = read_sysreg!($reg);)*
@@ -56,32 +56,53 @@ macro_rules! el1_context {
 }
 
 el1_context!(
-    sctlr = "sctlr_el1",
-    ttbr0 = "ttbr0_el1",
-    ttbr1 = "ttbr1_el1",
-    tcr = "tcr_el1",
-    mair = "mair_el1",
-    amair = "amair_el1",
-    vbar = "vbar_el1",
-    contextidr = "contextidr_el1",
-    cpacr = "cpacr_el1",
-    csselr = "csselr_el1",
-    cntkctl = "cntkctl_el1",
-    cntv_ctl = "cntv_ctl_el0",
-    cntv_cval = "cntv_cval_el0",
-    tpidr_el0 = "tpidr_el0",
-    tpidrro_el0 = "tpidrro_el0",
-    tpidr_el1 = "tpidr_el1",
-    sp_el0 = "sp_el0",
-    sp_el1 = "sp_el1",
-    elr_el1 = "elr_el1",
-    spsr_el1 = "spsr_el1",
-    esr_el1 = "esr_el1",
-    far_el1 = "far_el1",
-    afsr0 = "afsr0_el1",
-    afsr1 = "afsr1_el1",
-    par = "par_el1",
-    mdscr = "mdscr_el1",
+    /// EL1 and EL0 system registers of one vCPU.
+    El1Context {
+        sctlr = "sctlr_el1",
+        ttbr0 = "ttbr0_el1",
+        ttbr1 = "ttbr1_el1",
+        tcr = "tcr_el1",
+        mair = "mair_el1",
+        amair = "amair_el1",
+        vbar = "vbar_el1",
+        contextidr = "contextidr_el1",
+        cpacr = "cpacr_el1",
+        csselr = "csselr_el1",
+        cntkctl = "cntkctl_el1",
+        cntv_ctl = "cntv_ctl_el0",
+        cntv_cval = "cntv_cval_el0",
+        tpidr_el0 = "tpidr_el0",
+        tpidrro_el0 = "tpidrro_el0",
+        tpidr_el1 = "tpidr_el1",
+        sp_el0 = "sp_el0",
+        sp_el1 = "sp_el1",
+        elr_el1 = "elr_el1",
+        spsr_el1 = "spsr_el1",
+        esr_el1 = "esr_el1",
+        far_el1 = "far_el1",
+        afsr0 = "afsr0_el1",
+        afsr1 = "afsr1_el1",
+        par = "par_el1",
+        mdscr = "mdscr_el1",
+    }
+);
+
+el1_context!(
+    /// The pointer-authentication keys of one vCPU (APIAKey, APIBKey, APDAKey, APDBKey,
+    /// APGAKey, low and high halves), by encoding so no assembler feature is needed. They
+    /// exist only on CPUs with pointer authentication; a VM's keys must never reach another.
+    PauthKeys {
+        apia_lo = "S3_0_C2_C1_0",
+        apia_hi = "S3_0_C2_C1_1",
+        apib_lo = "S3_0_C2_C1_2",
+        apib_hi = "S3_0_C2_C1_3",
+        apda_lo = "S3_0_C2_C2_0",
+        apda_hi = "S3_0_C2_C2_1",
+        apdb_lo = "S3_0_C2_C2_2",
+        apdb_hi = "S3_0_C2_C2_3",
+        apga_lo = "S3_0_C2_C3_0",
+        apga_hi = "S3_0_C2_C3_1",
+    }
 );
 
 /// SCTLR_EL1 after reset: MMU and caches off, RES1 bits set (ARM ARM D23.2.118).
