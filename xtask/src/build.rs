@@ -75,10 +75,27 @@ pub fn hypervisor_elf() -> std::path::PathBuf {
 /// Loads `config_file` and writes its boot image to `out`. With a `job`, every Linux VM runs
 /// it instead of its shell (the job goes on its kernel command line).
 pub fn boot_image(config_file: &Path, out: &Path, job: Option<&str>) -> Result<System> {
+    boot_image_with(config_file, out, job, None)
+}
+
+/// `boot_image`, with the boot arguments of VM `bootargs.0` replaced by `bootargs.1` (the
+/// bench's FreeRTOS VM beside a Linux load).
+pub fn boot_image_with(
+    config_file: &Path,
+    out: &Path,
+    job: Option<&str>,
+    bootargs: Option<(&str, &str)>,
+) -> Result<System> {
     step(format!("checking configuration {}", config_file.display()));
     let mut system = config::load(config_file)?;
     if let Some(job) = job {
         give_linux_job(&mut system, job)?;
+    }
+    if let Some((name, args)) = bootargs {
+        let Some(vm) = system.config.vms.iter_mut().find(|vm| vm.name == name) else {
+            bail!("{} has no vm \"{name}\"", system.file.display());
+        };
+        vm.bootargs = args.to_owned();
     }
     let elf_path = hypervisor_elf();
     let elf = fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;

@@ -115,6 +115,9 @@ enum Task {
         /// Output folder (default bench/out/<date>-<commit>[-quick]/).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Run only this configuration (e.g. shared-hackbench); repeatable.
+        #[arg(long, value_name = "CONFIG")]
+        only: Vec<String>,
     },
     /// Remove Cargo's target directory and build/.
     Clean,
@@ -233,8 +236,8 @@ fn dispatch(task: Task) -> Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
-        Task::Bench { quick, out } => {
-            bench::run(&bench::Options { quick, out })?;
+        Task::Bench { quick, out, only } => {
+            bench::run(&bench::Options { quick, out, only })?;
         }
         Task::Clean => clean()?,
         Task::CheckConfig { file } => check_config(&file)?,

@@ -13,6 +13,9 @@ use smccc::psci;
 pub const SMCCC_VERSION: u32 = 0x8000_0000;
 /// Partita's vendor-specific hypervisor service range (owner 6, fast call, SMC64).
 pub const PARTITA_VERSION: u32 = 0xc600_0000;
+/// Partita's counter read: x1 = VM index (configuration order), x2 = counter id
+/// (`counters::Counter`) -> x0 = SUCCESS and x1 = the value, or x0 = INVALID_PARAMETERS.
+pub const PARTITA_COUNTER: u32 = 0xc600_0001;
 
 /// PSCI 1.1, as returned by PSCI_VERSION.
 pub const PSCI_VERSION_1_1: u64 = 0x0001_0001;
@@ -60,6 +63,10 @@ pub enum Hypercall {
     SystemReset,
     SmcccVersion,
     PartitaVersion,
+    PartitaCounter {
+        vm: u64,
+        counter: u64,
+    },
     /// Any function ID Partita does not implement: the guest gets NOT_SUPPORTED.
     Unsupported {
         function: u32,
@@ -99,6 +106,10 @@ pub fn decode(x: [u64; 4]) -> Hypercall {
         psci::PSCI_SYSTEM_RESET => Hypercall::SystemReset,
         SMCCC_VERSION => Hypercall::SmcccVersion,
         PARTITA_VERSION => Hypercall::PartitaVersion,
+        PARTITA_COUNTER => Hypercall::PartitaCounter {
+            vm: x[1],
+            counter: x[2],
+        },
         function => Hypercall::Unsupported { function },
     }
 }
@@ -135,7 +146,14 @@ impl Response {
 
 /// The response to HVC/SMC `#imm` with the guest's x0..x3, for a uniprocessor VM whose vCPU
 /// has MPIDR `own_mpidr`. SMCCC calls use immediate 0: any other is NOT_SUPPORTED.
-pub fn respond(x: [u64; 4], imm: u16, own_mpidr: u64) -> Response {
+/// `read_counter(vm, counter)` answers PARTITA_COUNTER: the value, or `None` when that VM
+/// or counter does not exist.
+pub fn respond(
+    x: [u64; 4],
+    imm: u16,
+    own_mpidr: u64,
+    read_counter: impl FnOnce(u64, u64) -> Option<u64>,
+) -> Response {
     let call = if imm == 0 {
         decode(x)
     } else {
@@ -165,6 +183,13 @@ pub fn respond(x: [u64; 4], imm: u16, own_mpidr: u64) -> Response {
         Hypercall::PartitaVersion => Response::Return {
             x0: ret::SUCCESS,
             x1: Some(partita_version()),
+        },
+        Hypercall::PartitaCounter { vm, counter } => match read_counter(vm, counter) {
+            Some(value) => Response::Return {
+                x0: ret::SUCCESS,
+                x1: Some(value),
+            },
+            None => Response::value(ret::INVALID_PARAMETERS),
         },
         Hypercall::PsciFeatures { .. } | Hypercall::Unsupported { .. } => {
             Response::value(ret::NOT_SUPPORTED)
@@ -200,6 +225,18 @@ mod tests {
     }
 
     #[test]
+    fn counter_reads_carry_every_argument_bit() {
+        assert_eq!(
+            decode([0xc600_0001, u64::MAX, 1 << 40, 7]),
+            Hypercall::PartitaCounter {
+                vm: u64::MAX,
+                counter: 1 << 40
+            }
+        );
+        assert!(is_implemented(PARTITA_COUNTER));
+    }
+
+    #[test]
     fn cpu_on_32_truncates_arguments_and_64_does_not() {
         assert_eq!(
             decode([0x8400_0003, 0x1_0000_0001, 0x2_4000_0000, u64::MAX]),
@@ -228,7 +265,7 @@ mod tests {
 
     #[test]
     fn unknown_ids_are_unsupported() {
-        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0001, 0x8000_0001, 0] {
+        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0002, 0x8000_0001, 0] {
             assert_eq!(
                 decode([id, 0, 0, 0]),
                 Hypercall::Unsupported {
@@ -261,7 +298,7 @@ mod tests {
     #[test]
     fn responses_follow_the_contract() {
         let me = 0x8000_0000;
-        let respond0 = |x: [u64; 4]| respond(x, 0, me);
+        let respond0 = |x: [u64; 4]| respond(x, 0, me, |vm, c| (vm == 1 && c == 2).then_some(7));
         let value = |x0| Response::Return { x0, x1: None };
         assert_eq!(respond0([0x8400_0000, 0, 0, 0]), value(PSCI_VERSION_1_1));
         assert_eq!(
@@ -297,9 +334,20 @@ mod tests {
                 x1: Some(partita_version())
             }
         );
+        assert_eq!(
+            respond0([0xc600_0001, 1, 2, 0]),
+            Response::Return {
+                x0: ret::SUCCESS,
+                x1: Some(7)
+            }
+        );
+        assert_eq!(
+            respond0([0xc600_0001, 1, 3, 0]),
+            value(ret::INVALID_PARAMETERS)
+        );
         assert_eq!(respond0([0x1234, 0, 0, 0]), value(ret::NOT_SUPPORTED));
         assert_eq!(
-            respond([0x8400_0008, 0, 0, 0], 1, me),
+            respond([0x8400_0008, 0, 0, 0], 1, me, |_, _| None),
             value(ret::NOT_SUPPORTED)
         );
     }

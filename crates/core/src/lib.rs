@@ -16,6 +16,7 @@ pub mod board;
 pub mod boot;
 pub mod bundle;
 pub mod config;
+pub mod counters;
 pub mod devices;
 pub mod fdt;
 pub mod hypercall;

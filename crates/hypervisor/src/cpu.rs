@@ -50,6 +50,7 @@ pub fn run(cpu: usize) -> ! {
     }
     let board = config.board.platform.board();
     gic::init_cpu(board);
+    crate::counters::init_cpu();
     scheduler::enable_for_vms(board, cpu);
     let owner = mine
         .iter()

@@ -13,6 +13,7 @@ extern crate alloc;
 
 mod arch;
 mod console;
+mod counters;
 mod cpu;
 mod devices;
 mod heap;

@@ -11,6 +11,7 @@ use partita_core::trap::{
 };
 
 use crate::arch::aarch64::vectors::Exit;
+use crate::counters::{self, Trap};
 use crate::hypercall;
 use crate::inject::{self, Injected};
 use crate::system::Stop;
@@ -33,7 +34,10 @@ pub enum Outcome {
 pub fn handle(vm: &mut Vm, exit: Exit) -> Outcome {
     match exit {
         Exit::Synchronous => synchronous(vm),
-        Exit::Irq => Outcome::Interrupt,
+        Exit::Irq => {
+            counters::trap(vm.index(), Trap::Irq);
+            Outcome::Interrupt
+        }
         // Partita uses Group 1 only: no FIQ is ever enabled.
         Exit::Fiq => Outcome::Resume,
         Exit::SError => vm.fault(format_args!("SError")),
@@ -44,6 +48,7 @@ fn synchronous(vm: &mut Vm) -> Outcome {
     let esr = ESR_EL2.get();
     let syndrome = decode(esr);
     let len = syndrome.instruction_len;
+    counters::trap(vm.index(), counted(&syndrome.cause));
     match syndrome.cause {
         // WFE waits for an event only another vCPU of the VM could send: none exists.
         TrapCause::WaitForInterrupt { wfe: true } => skip(vm, len),
@@ -69,11 +74,26 @@ fn synchronous(vm: &mut Vm) -> Outcome {
     }
 }
 
+/// The counter of an exit cause.
+fn counted(cause: &TrapCause) -> Trap {
+    match cause {
+        TrapCause::WaitForInterrupt { wfe: true } => Trap::Wfe,
+        TrapCause::WaitForInterrupt { wfe: false } => Trap::Wfi,
+        TrapCause::Hvc { .. } => Trap::Hvc,
+        TrapCause::Smc { .. } => Trap::Smc,
+        TrapCause::DataAbort(_) => Trap::DataAbort,
+        TrapCause::InstructionAbort(_) => Trap::InstructionAbort,
+        TrapCause::SystemRegister { .. } => Trap::Sysreg,
+        TrapCause::Other { .. } => Trap::Other,
+    }
+}
+
 /// A trapped MSR/MRS: SGI requests go to the virtual GIC; debug and PMU registers (shared
 /// hardware, trapped by MDCR_EL2) read as zero and ignore writes; anything else is undefined.
 fn system_register(vm: &mut Vm, access: SysregAccess, len: u64) -> Outcome {
     if access.id == ICC_SGI1R_EL1 && !access.read {
         vm.vgic.send_sgi(vm.vcpu.reg(access.register));
+        counters::injected(vm.index());
         return skip(vm, len);
     }
     if access.id.is_debug_or_pmu() {

@@ -23,6 +23,7 @@ use crate::arch::aarch64::sysreg::read_sysreg;
 use crate::arch::aarch64::timer;
 use crate::arch::aarch64::vectors::Exit;
 use crate::console::VmConsole;
+use crate::counters;
 use crate::devices::Devices;
 use crate::heap;
 use crate::input;
@@ -308,6 +309,7 @@ impl Vm {
             gic::set_active_ppi(self.board, ppi);
         } else if timer::virtual_firing() {
             self.vgic.inject(ppi);
+            counters::injected(self.index);
             gic::set_active_ppi(self.board, ppi);
         }
     }
@@ -328,7 +330,10 @@ impl Vm {
     pub fn enter(&mut self) -> Exit {
         self.update_interrupt_lines();
         self.vgic.before_entry();
-        self.vcpu.run()
+        counters::entering(self.index);
+        let exit = self.vcpu.run();
+        counters::exited(self.index);
+        exit
     }
 
     /// Handles one exit of the loaded vCPU.
@@ -377,6 +382,7 @@ impl Vm {
     /// interrupts it owned are disabled.
     pub fn stop(&mut self, how: Stop) {
         self.console.flush_partial();
+        counters::print(self.index, &self.name);
         if how == Stop::Clean {
             println!("vm {}: powered off", self.name);
         }

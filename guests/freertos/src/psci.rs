@@ -37,6 +37,19 @@ pub fn conduit_name() -> &'static str {
     }
 }
 
+/// A fast call to the hypervisor (HVC conduit only: natively the conduit is SMC to the
+/// firmware, which knows no vendor-hypervisor calls): x0..x1 of the result, or None.
+pub fn hypervisor_call(function: u32, x1: u64, x2: u64) -> Option<[u64; 2]> {
+    if CONDUIT.load(Ordering::Relaxed) != HVC {
+        return None;
+    }
+    let mut args = [0; 17];
+    args[0] = x1;
+    args[1] = x2;
+    let result = smccc::hvc64(function, args);
+    Some([result[0], result[1]])
+}
+
 /// Powers off; halts if PSCI is absent or refuses.
 pub fn system_off() -> ! {
     let result = match CONDUIT.load(Ordering::Relaxed) {

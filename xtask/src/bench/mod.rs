@@ -32,15 +32,36 @@ use runner::Progress;
 pub struct Options {
     pub quick: bool,
     pub out: Option<PathBuf>,
+    /// Only these configurations (all when empty).
+    pub only: Vec<String>,
 }
 
 /// Wall-clock limit of one boot before QEMU is killed.
 fn deadline(mode: Mode, guest: Guest) -> Duration {
     Duration::from_secs(match (mode, guest) {
         (Mode::Quick, Guest::Linux) => 1_200,
-        (Mode::Quick, Guest::FreeRtos) => 600,
+        (Mode::Quick, Guest::FreeRtos) => 900,
         (Mode::Full, _) => 3_600,
     })
+}
+
+/// The configuration file a Partita boot uses, if any.
+fn config_file(boot: &Boot) -> Option<&'static str> {
+    match boot {
+        Boot::Partita(file) | Boot::Beside { config: file, .. } => Some(file),
+        _ => None,
+    }
+}
+
+/// The names of a Partita boot's VMs in configuration order (for the guest's counter
+/// lines, which name VMs by index); empty without Partita.
+fn vm_names(boot: &Boot) -> &'static [&'static str] {
+    match boot {
+        Boot::PartitaFreeRtos => &["freertos"],
+        Boot::Partita(_) => &["linux"],
+        Boot::Beside { .. } => &[runner::BESIDE_RTOS_VM, "linux"],
+        _ => &[],
+    }
 }
 
 /// Runs the benchmark and returns the output folder.
@@ -57,15 +78,14 @@ pub fn run(options: &Options) -> Result<PathBuf> {
             Availability::Measured(boot) => Some((row, boot)),
             Availability::NotMeasured(_) => None,
         })
+        .filter(|(row, _)| options.only.is_empty() || options.only.iter().any(|c| c == row.config))
         .collect();
     prepare(&measured, &cache)?;
-    let config_files: Vec<&str> = measured
+    let mut config_files: Vec<&str> = measured
         .iter()
-        .filter_map(|(_, boot)| match boot {
-            Boot::Partita(file) => Some(*file),
-            _ => None,
-        })
+        .filter_map(|(_, boot)| config_file(boot))
         .collect();
+    config_files.dedup();
     let mut provenance = provenance::collect(mode.name(), &config_files, &cache);
     let out = options
         .out
@@ -101,9 +121,14 @@ pub fn run(options: &Options) -> Result<PathBuf> {
             if row.guest == Guest::FreeRtos {
                 progress.next(row.config, row.guest.name(), "rtos-suite");
             }
-            let captured = runner::execute(&mut cmd, deadline(mode, row.guest), |name| {
-                progress.next(row.config, row.guest.name(), name);
-            })?;
+            let stop_after = match boot {
+                Boot::Beside { .. } => Some(runner::BESIDE_END),
+                _ => None,
+            };
+            let captured =
+                runner::execute(&mut cmd, deadline(mode, row.guest), stop_after, |name| {
+                    progress.next(row.config, row.guest.name(), name);
+                })?;
             let log = out.join(format!(
                 "console-{}-{}-{}.txt",
                 row.config,
@@ -113,9 +138,11 @@ pub fn run(options: &Options) -> Result<PathBuf> {
             fs::write(&log, &captured.output)
                 .with_context(|| format!("writing {}", log.display()))?;
             console.push_str(&captured.output);
-            worst = worst.or_else(|| describe_ending(&captured.ending));
+            if !captured.stopped {
+                worst = worst.or_else(|| describe_ending(&captured.ending));
+            }
         }
-        let (found, lost) = records_of(row, mode, &console, worst.as_deref());
+        let (found, lost) = records_of(row, *boot, mode, &console, worst.as_deref());
         records.extend(found);
         not_measured.extend(lost);
     }
@@ -142,12 +169,13 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
     if boots.iter().any(|b| {
         matches!(
             b,
-            Boot::Partita(_) | Boot::PartitaFreeRtos | Boot::NativeFreeRtos
+            Boot::Partita(_) | Boot::PartitaFreeRtos | Boot::NativeFreeRtos | Boot::Beside { .. }
         )
     }) {
         build::binaries()?;
     }
-    if measured.iter().any(|(row, _)| row.guest == Guest::Linux) {
+    let beside = boots.iter().any(|b| matches!(b, Boot::Beside { .. }));
+    if beside || measured.iter().any(|(row, _)| row.guest == Guest::Linux) {
         linux::prepare(cache)?;
     }
     if boots.contains(&Boot::XenDom0) {
@@ -182,6 +210,7 @@ fn describe_ending(ending: &Ending) -> Option<String> {
 /// The records a row's console holds, and what it should have held but does not.
 fn records_of(
     row: &Row,
+    boot: Boot,
     mode: Mode,
     console: &str,
     ending: Option<&str>,
@@ -192,8 +221,15 @@ fn records_of(
         what: what.to_owned(),
         reason,
     };
-    let mut records = Vec::new();
+    let mut records: Vec<Record> = parse::parse_partita(console, vm_names(&boot))
+        .into_iter()
+        .map(|m| m.label(row.config))
+        .collect();
     let mut missing = Vec::new();
+    if records.is_empty() && !vm_names(&boot).is_empty() {
+        let why = ending.unwrap_or("Partita printed no counters");
+        missing.push(lost("hypervisor figures", why.to_owned()));
+    }
     match row.guest {
         Guest::FreeRtos => {
             let found = parse::parse_rtos(console);
@@ -260,13 +296,22 @@ fn write_outputs(dir: &Path, results: &Results) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse::fixtures::{FREERTOS, NATIVE, RTOS_NATIVE, RTOS_SOLO, SOLO, XEN};
+    use super::parse::fixtures::{
+        FREERTOS, NATIVE, RTOS_NATIVE, RTOS_SHARED, RTOS_SOLO, SOLO, XEN,
+    };
     use super::*;
 
     fn row(config: &str, guest: Guest) -> &'static Row {
         ROWS.iter()
             .find(|r| r.config == config && r.guest == guest)
             .unwrap()
+    }
+
+    fn boot_of(config: &str, guest: Guest) -> Boot {
+        match row(config, guest).availability {
+            Availability::Measured(boot) => boot,
+            Availability::NotMeasured(why) => panic!("{config}: {why}"),
+        }
     }
 
     fn fixture_results() -> Results {
@@ -278,13 +323,26 @@ mod tests {
             ("xen", Guest::Linux, XEN),
             ("native", Guest::FreeRtos, RTOS_NATIVE),
             ("solo", Guest::FreeRtos, RTOS_SOLO),
+            ("shared-hackbench", Guest::FreeRtos, RTOS_SHARED),
         ] {
-            let (found, lost) = records_of(row(config, guest), Mode::Quick, console, None);
+            let (found, lost) = records_of(
+                row(config, guest),
+                boot_of(config, guest),
+                Mode::Quick,
+                console,
+                None,
+            );
             records.extend(found);
             not_measured.extend(lost);
         }
         // The demo's `rt:` line (a guest without the suite), read as another configuration.
-        let (found, _) = records_of(row("native", Guest::FreeRtos), Mode::Quick, FREERTOS, None);
+        let (found, _) = records_of(
+            row("native", Guest::FreeRtos),
+            Boot::NativeFreeRtos,
+            Mode::Quick,
+            FREERTOS,
+            None,
+        );
         records.extend(found.into_iter().map(|mut r| {
             r.config = "xen".to_owned();
             r
@@ -306,7 +364,16 @@ mod tests {
     #[test]
     fn every_quick_linux_experiment_gives_its_records_in_every_configuration() {
         let results = fixture_results();
-        let expected: [(&str, &[(&str, &str)]); 8] = [
+        let expected: [(&str, &[(&str, &str)]); 9] = [
+            (
+                "cyclictest-hackbench",
+                &[
+                    ("samples", "count"),
+                    ("min", "us"),
+                    ("avg", "us"),
+                    ("max", "us"),
+                ],
+            ),
             (
                 "cyclictest-idle",
                 &[
@@ -387,6 +454,48 @@ mod tests {
     }
 
     #[test]
+    fn partita_rows_give_the_hypervisor_figures_of_every_vm() {
+        let results = fixture_results();
+        assert!(results.value("native", "partita/linux", "traps").is_none());
+        assert!(results
+            .value("native", "partita/freertos", "traps")
+            .is_none());
+        for (config, vm) in [
+            ("solo", "linux"),
+            ("solo", "freertos"),
+            ("shared-hackbench", "freertos"),
+            ("shared-hackbench", "linux"),
+        ] {
+            let experiment = format!("partita/{vm}");
+            for (metric, unit) in [
+                ("traps-irq", "count"),
+                ("traps-data-abort", "count"),
+                ("injected", "count"),
+                ("switches", "count"),
+                ("el2-time", "ns"),
+                ("el2-share", "%"),
+                ("traps-per-s", "1/s"),
+                ("hypercall-max", "ns"),
+                ("injection-mean", "ns"),
+                ("switch-min", "ns"),
+            ] {
+                let record = results
+                    .value(config, &experiment, metric)
+                    .unwrap_or_else(|| panic!("{config} {experiment} {metric}"));
+                assert_eq!(record.unit, unit, "{config} {experiment} {metric}");
+            }
+        }
+        // Beside a busy Linux on one pCPU, every FreeRTOS tick is a vCPU switch.
+        let switches = results.value("shared-hackbench", "partita/freertos", "switch-count");
+        assert!(switches.unwrap().value >= 2000.0);
+        for metric in ["samples", "misses", "max", "p99.9"] {
+            assert!(results
+                .value("shared-hackbench", "dispatch", metric)
+                .is_some());
+        }
+    }
+
+    #[test]
     fn the_pipeline_writes_results_report_and_plots() {
         let dir = temp_dir("pipeline");
         let results = fixture_results();
@@ -400,10 +509,12 @@ mod tests {
             "## Overhead of the Linux experiments",
             "## Thread-Metric",
             "## Not measured",
-            "**shared freertos**",
+            "**xen freertos**",
+            "## Hypervisor figures",
+            "| solo | linux |",
             "| hackbench | time | s |",
-            "| basic | 121955 | 121691 | 99.8 % |",
-            "| rhealstone/task-switch time | ns | 160 | 160 | — |",
+            "| basic | 121955 | 121813 | 99.9 % |",
+            "| rhealstone/task-switch time | ns | 160 | 161 | — | — |",
             "Every Thread-Metric check passed.",
         ] {
             assert!(
@@ -417,6 +528,8 @@ mod tests {
             "hist-cyclictest-idle-xen",
             "hist-dispatch-native",
             "hist-dispatch-solo",
+            "hist-dispatch-shared-hackbench",
+            "hist-cyclictest-hackbench-solo",
             "hist-irq-latency-solo",
             "overhead-solo",
             "overhead-xen",
@@ -441,6 +554,7 @@ mod tests {
             "partita-bench: begin cyclictest-idle\nboom\npartita-bench: end cyclictest-idle 1\n";
         let (records, lost) = records_of(
             row("native", Guest::Linux),
+            Boot::NativeLinux,
             Mode::Quick,
             console,
             Some("QEMU was killed at the run's deadline"),

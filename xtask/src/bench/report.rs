@@ -1,12 +1,15 @@
 //! `report.md`: the results in the seeds' table shapes — a native-vs-virtualized summary
 //! shaped like Kim & Choi's Table 1, the seL4 VMM paper's overhead table for the Linux
-//! experiments, Ker-ONE's Thread-Metric table with R_P when those scores exist — then what
-//! was not measured and why, the plots and the provenance. It only formats `Results`.
+//! experiments, Ker-ONE's Thread-Metric table with R_P when those scores exist, Partita's
+//! own figures (exits by cause, EL2 time, hot paths) — then what was not measured and why,
+//! the plots and the provenance. It only formats `Results`.
 
 use std::fmt::Write;
 
 use super::formula::{overhead, performance_ratio};
-use super::matrix::{Headline, CONFIGS, LINUX_HEADLINES, RTOS_HEADLINES};
+use super::matrix::{
+    beside_samples, Headline, Mode, BESIDE_DELAY_MS, CONFIGS, LINUX_HEADLINES, RTOS_HEADLINES,
+};
 use super::record::{Record, Results};
 
 /// The whole report; `plots` are the plot files' stems (each has an .svg and a .png).
@@ -16,6 +19,7 @@ pub fn render(results: &Results, plots: &[String]) -> String {
     summary(&mut out, results);
     overheads(&mut out, results);
     thread_metric(&mut out, results);
+    hypervisor(&mut out, results);
     not_measured(&mut out, results);
     plot_list(&mut out, plots);
     provenance(&mut out, results);
@@ -29,9 +33,31 @@ fn header(out: &mut String, results: &Results) {
     let _ = writeln!(
         out,
         "{}, commit `{}`{dirty}, {}. Every figure is virtual time under QEMU's \
-         `-icount shift=0` (1 instruction = 1 ns). Hypervisor-internal figures (traps by \
-         cause, EL2 time) are not part of this report yet.\n",
+         `-icount shift=0` (1 instruction = 1 ns).\n",
         p.date, p.commit, p.qemu_version
+    );
+    let mode = if p.mode == "quick" {
+        Mode::Quick
+    } else {
+        Mode::Full
+    };
+    let samples = format!(
+        "{} samples per row; native and solo take 2000 quick, 100000 full",
+        beside_samples(mode)
+    );
+    let _ = writeln!(
+        out,
+        "Configurations `shared-<load>` (FreeRTOS and Linux on one pCPU, configs/default.toml) \
+         and `split-<load>` (one pCPU each, configs/split.toml) run only FreeRTOS's dispatch \
+         and interrupt latency ({samples}, starting {BESIDE_DELAY_MS} ms after boot), with \
+         Linux running the load the whole time: `idle`, a `hackbench -g 4 -l 100000 -P` loop, \
+         a `stress-ng --cpu 1 --vm 1` loop, or `irqstorm` (`stress-ng --timer 1 --timer-freq \
+         100000`: hrtimers asked at 100 kHz, each expiry an interrupt through Partita; the \
+         rate reached is the Linux VM's IRQ exits below). Under `-icount`, QEMU runs the two \
+         vCPUs of `split` round robin in one thread: while Linux keeps its pCPU busy, \
+         FreeRTOS's pCPU waits for Linux's turn to end, which shows as `split` dispatch \
+         misses although Partita's own paths on FreeRTOS's pCPU stay short (see \
+         docs/benchmarks.md).\n"
     );
 }
 
@@ -208,6 +234,100 @@ fn thread_metric(out: &mut String, results: &Results) {
     } else {
         let _ = writeln!(out, "Failed Thread-Metric checks: {}.\n", failed.join(", "));
     }
+}
+
+/// The hypervisor figures' columns: (metric, header).
+const EXIT_COLUMNS: [(&str, &str); 13] = [
+    ("traps-per-s", "exits/s"),
+    ("traps-hvc", "HVC"),
+    ("traps-smc", "SMC"),
+    ("traps-data-abort", "MMIO"),
+    ("traps-instruction-abort", "IABT"),
+    ("traps-sysreg", "sysreg"),
+    ("traps-wfi", "WFI"),
+    ("traps-wfe", "WFE"),
+    ("traps-irq", "IRQ"),
+    ("traps-other", "other"),
+    ("injected", "injected"),
+    ("switches", "switches"),
+    ("el2-share", "EL2 %"),
+];
+
+const PATHS: [(&str, &str); 3] = [
+    ("hypercall", "hypercall round trip"),
+    ("injection", "interrupt injection"),
+    ("switch", "vCPU switch"),
+];
+
+/// Partita's counters per configuration and VM (experiments `partita/<vm>`).
+fn hypervisor(out: &mut String, results: &Results) {
+    let mut vms: Vec<(&str, &str)> = Vec::new();
+    for config in CONFIGS {
+        for record in results.records.iter().filter(|r| r.config == config) {
+            if let Some(vm) = record.experiment.strip_prefix("partita/") {
+                if !vms.contains(&(config, vm)) {
+                    vms.push((config, vm));
+                }
+            }
+        }
+    }
+    if vms.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Hypervisor figures\n\nCounted by Partita per VM (docs/benchmarks.md): exits by \
+         cause over the run, interrupts injected, vCPU switches, and the share of the VM's \
+         time spent at EL2 (EL2 / (guest + EL2)); read by FreeRTOS with PARTITA_COUNTER at \
+         the end of its run, or printed by Partita when a VM stops.\n"
+    );
+    let heads: Vec<&str> = EXIT_COLUMNS.iter().map(|(_, h)| *h).collect();
+    let _ = writeln!(out, "| config | vm | {} |", heads.join(" | "));
+    let _ = writeln!(out, "| --- | --- |{}", " ---: |".repeat(heads.len()));
+    for (config, vm) in &vms {
+        let experiment = format!("partita/{vm}");
+        let cells: Vec<String> = EXIT_COLUMNS
+            .iter()
+            .map(|(metric, _)| value_or_dash(results, config, &experiment, metric))
+            .collect();
+        let _ = writeln!(out, "| {config} | {vm} | {} |", cells.join(" | "));
+    }
+    let _ = writeln!(
+        out,
+        "\nHot paths at EL2 (ns = instructions): from the world switch's return to its next \
+         call; min / mean / max (samples).\n"
+    );
+    let heads: Vec<&str> = PATHS.iter().map(|(_, h)| *h).collect();
+    let _ = writeln!(out, "| config | vm | {} |", heads.join(" | "));
+    let _ = writeln!(out, "| --- | --- |{}", " ---: |".repeat(heads.len()));
+    for (config, vm) in &vms {
+        let experiment = format!("partita/{vm}");
+        let cells: Vec<String> = PATHS
+            .iter()
+            .map(|(path, _)| {
+                let get =
+                    |m: &str| value_or_dash(results, config, &experiment, &format!("{path}-{m}"));
+                if get("count") == "0" {
+                    return "—".to_owned();
+                }
+                format!(
+                    "{} / {} / {} ({})",
+                    get("min"),
+                    get("mean"),
+                    get("max"),
+                    get("count")
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "| {config} | {vm} | {} |", cells.join(" | "));
+    }
+    out.push('\n');
+}
+
+fn value_or_dash(results: &Results, config: &str, experiment: &str, metric: &str) -> String {
+    results
+        .value(config, experiment, metric)
+        .map_or_else(|| "—".to_owned(), |r| number(r.value))
 }
 
 fn not_measured(out: &mut String, results: &Results) {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::console::{clean, BEGIN};
-use super::matrix::{freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
+use super::matrix::{beside_bootargs, freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
 use crate::process::{self, Ending};
 use crate::qemu::{Cpu, Machine};
 use crate::{build, linux, paths, xen};
@@ -93,6 +93,17 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
             let system = build::boot_image(&paths::root().join(config), &image, Some(job))?;
             Ok(machine(&image, system.config.board.cpus))
         }
+        Boot::Beside { config, load } => {
+            let image = paths::build_dir().join("bench").join("partita.img");
+            let bootargs = beside_bootargs(mode);
+            let system = build::boot_image_with(
+                &paths::root().join(config),
+                &image,
+                Some(&load.job()),
+                Some((BESIDE_RTOS_VM, &bootargs)),
+            )?;
+            Ok(machine(&image, system.config.board.cpus))
+        }
         Boot::XenDom0 => {
             let guest = linux::prepare(cache)?;
             let hypervisor = xen::prepare(cache)?;
@@ -113,6 +124,14 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
     }
 }
 
+/// The FreeRTOS VM's name in configs/default.toml and configs/split.toml.
+pub const BESIDE_RTOS_VM: &str = "freertos";
+
+/// The console line after which a run beside a Linux load is over: the FreeRTOS VM has
+/// printed `bench: done`, powered off and Partita has printed its counters. Linux never
+/// powers off under its load, so QEMU is stopped there.
+pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
+
 fn machine(image: &Path, cpus: u8) -> Command {
     Machine {
         image,
@@ -128,13 +147,17 @@ fn machine(image: &Path, cpus: u8) -> Command {
 pub struct Console {
     pub ending: Ending,
     pub output: String,
+    /// QEMU was stopped on purpose when the `stop_after` line came.
+    pub stopped: bool,
 }
 
 /// Runs `cmd` with its console captured, calling `on_begin` with each experiment's name
-/// as its begin marker arrives; kills QEMU once `deadline` has passed.
+/// as its begin marker arrives; kills QEMU once `deadline` has passed, or once a line
+/// starting with `stop_after` has been printed.
 pub fn execute(
     cmd: &mut Command,
     deadline: Duration,
+    stop_after: Option<&str>,
     mut on_begin: impl FnMut(&str),
 ) -> Result<Console> {
     let start = Instant::now();
@@ -147,6 +170,7 @@ pub fn execute(
     let lines = child.stdout.take().map(stream_lines);
     let errors = child.stderr.take().map(drain);
     let mut output = String::new();
+    let mut stopped = false;
     if let Some(lines) = lines {
         while let Some(left) = deadline.checked_sub(start.elapsed()) {
             match lines.recv_timeout(left.min(Duration::from_millis(200))) {
@@ -155,6 +179,11 @@ pub fn execute(
                         on_begin(name.trim());
                     }
                     output.push_str(&line);
+                    if stop_after.is_some_and(|end| line.starts_with(end)) {
+                        let _ = child.kill();
+                        stopped = true;
+                        break;
+                    }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -173,7 +202,11 @@ pub fn execute(
     if let Some(errors) = errors {
         output.push_str(&errors.join().unwrap_or_default());
     }
-    Ok(Console { ending, output })
+    Ok(Console {
+        ending,
+        output,
+        stopped,
+    })
 }
 
 /// Sends each line of `pipe` (with its newline) until it closes.
@@ -216,6 +249,7 @@ mod tests {
                 "echo '[linux] partita-bench: begin a'; echo x; echo 'partita-bench: begin b'",
             ]),
             Duration::from_secs(10),
+            None,
             |name| seen.push(name.to_owned()),
         )
         .unwrap();
@@ -229,11 +263,25 @@ mod tests {
         let done = execute(
             Command::new("sh").args(["-c", "echo start; exec sleep 20"]),
             Duration::from_millis(1500),
+            None,
             |_| {},
         )
         .unwrap();
         assert!(matches!(done.ending, Ending::TimedOut));
         assert_eq!(done.output, "start\n");
+    }
+
+    #[test]
+    fn a_run_is_stopped_after_its_end_line() {
+        let done = execute(
+            Command::new("sh").args(["-c", "echo a; echo 'end here'; exec sleep 20"]),
+            Duration::from_secs(10),
+            Some("end"),
+            |_| {},
+        )
+        .unwrap();
+        assert!(done.stopped);
+        assert_eq!(done.output, "a\nend here\n");
     }
 
     #[test]

@@ -26,6 +26,7 @@ impl CpuScheduler {
             gic::end_of_interrupt(intid);
             if let Some(at) = self.owner(intid) {
                 self.vms[at].vgic.inject(intid);
+                crate::counters::injected(self.vms[at].index());
                 self.wake(at);
                 woke = true;
                 continue;

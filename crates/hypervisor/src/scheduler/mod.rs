@@ -21,6 +21,7 @@ use partita_core::board::Board;
 use partita_core::sched::{ticks_from_micros, RunQueue, VcpuId, VcpuState};
 
 use crate::arch::aarch64::{gic, timer};
+use crate::counters;
 use crate::system::{Stop, System};
 use crate::trap::Outcome;
 use crate::vm::{BootEnd, Vm};
@@ -87,7 +88,9 @@ impl CpuScheduler {
     /// Nothing is runnable: wait in WFI at EL2 for the next interrupt or event.
     fn idle(&mut self) {
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
+        counters::idle_begin();
         aarch64_cpu::asm::wfi();
+        counters::idle_end();
         self.handle_interrupts();
     }
 
@@ -99,6 +102,7 @@ impl CpuScheduler {
         }
         self.switch_out();
         self.vms[at].switch_in();
+        counters::switched_in(index);
         self.loaded = Some(index);
     }
 

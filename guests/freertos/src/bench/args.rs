@@ -5,7 +5,8 @@
 //! `bench=<thread-metric|rhealstone|latency|all>`, `bench.mode=<quick|full>` (default
 //! full), `bench.period_ms=<n>` (Thread-Metric reporting period), `bench.samples=<n>`
 //! (latency samples, at most `MAX_SAMPLES`), `bench.loops=<n>` (Rhealstone loops),
-//! `bench.test=<name>` (run only the test of that name).
+//! `bench.test=<name>` (run only the test of that name), `bench.delay_ms=<n>` (wait before
+//! the first experiment, e.g. while a VM beside it boots and starts its load).
 
 use super::stats::MAX_SAMPLES;
 
@@ -59,6 +60,7 @@ pub struct Selection {
     pub period_ms: u64,
     pub samples: usize,
     pub loops: u64,
+    pub delay_ms: u64,
     test: [u8; TEST_NAME_MAX],
     test_len: usize,
 }
@@ -69,6 +71,7 @@ impl Selection {
         let mut experiments = None;
         let mut mode = Mode::Full;
         let (mut period_ms, mut samples, mut loops) = (None, None, None);
+        let mut delay_ms = 0;
         let mut test = None;
         for word in line.split_ascii_whitespace() {
             let Some((key, value)) = word.split_once('=') else {
@@ -81,6 +84,7 @@ impl Selection {
                 "bench.period_ms" => period_ms = positive(value),
                 "bench.samples" => samples = positive(value),
                 "bench.loops" => loops = positive(value),
+                "bench.delay_ms" => delay_ms = positive(value).unwrap_or(0),
                 "bench.test" if value.len() <= TEST_NAME_MAX => test = Some(value),
                 _ => {}
             }
@@ -97,6 +101,7 @@ impl Selection {
                 .unwrap_or(mode.samples())
                 .min(MAX_SAMPLES),
             loops: loops.unwrap_or(mode.loops()),
+            delay_ms,
             test: [0; TEST_NAME_MAX],
             test_len: 0,
         };

@@ -11,6 +11,7 @@
 mod args;
 mod latency;
 mod objects;
+mod partita;
 mod pool;
 mod report;
 mod rh_tasks;
@@ -64,6 +65,9 @@ extern "C" fn controller_task(_: *mut c_void) {
         selection.samples,
         selection.loops
     ));
+    if selection.delay_ms > 0 {
+        freertos::delay_ms(selection.delay_ms);
+    }
     if selection.thread_metric {
         thread_metric::run(selection);
     }
@@ -73,6 +77,7 @@ extern "C" fn controller_task(_: *mut c_void) {
     if selection.latency {
         latency::run(selection);
     }
+    partita::report_counters();
     console::line(format_args!("bench: done"));
     psci::system_off()
 }

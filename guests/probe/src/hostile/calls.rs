@@ -52,8 +52,11 @@ const SECURE_SERVICES: [u32; 12] = [
     0x8000_8000,
     0xffff_ffff,
 ];
-/// Partita's vendor-hypervisor range past PARTITA_VERSION, and its SMC32 twin.
-const VENDOR_UNKNOWN: [u32; 4] = [0xc600_0001, 0xc600_0100, 0xc600_ffff, 0x8600_0000];
+/// Partita's vendor-hypervisor range past PARTITA_COUNTER, and its SMC32 twin.
+const VENDOR_UNKNOWN: [u32; 4] = [0xc600_0002, 0xc600_0100, 0xc600_ffff, 0x8600_0000];
+/// PARTITA_COUNTER (x1 = VM index, x2 = counter id): read-only; a VM or counter that does
+/// not exist is INVALID_PARAMETERS.
+const PARTITA_COUNTER: u32 = 0xc600_0001;
 /// Arguments given with refused calls; x1..x3 must come back unchanged.
 const ARGS: [u64; 3] = [
     0x1111_1111_1111_1111,
@@ -182,7 +185,19 @@ pub fn secure_services(_: &Platform) -> Outcome {
 }
 
 pub fn vendor_range(_: &Platform) -> Outcome {
-    VENDOR_UNKNOWN.into_iter().try_for_each(not_supported)
+    VENDOR_UNKNOWN.into_iter().try_for_each(not_supported)?;
+    for conduit in [Conduit::Hvc, Conduit::Smc] {
+        for args in [ARGS, [0, u64::MAX, 0], [u64::MAX, 0, 0]] {
+            status_is(
+                format_args!("PARTITA_COUNTER {args:x?}"),
+                conduit,
+                PARTITA_COUNTER,
+                args,
+                INVALID_PARAMETERS,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// `hvc #imm` / `smc #imm` with x0 = SYSTEM_OFF: SMCCC uses immediate 0 only, so the VM must

@@ -6,10 +6,12 @@
 mod automotive;
 mod cyclictest;
 mod hackbench;
+mod partita;
 mod rtos;
 mod stress_ng;
 mod sysbench;
 
+pub use partita::parse as parse_partita;
 pub use rtos::parse as parse_rtos;
 pub use sysbench::Test as SysbenchTest;
 
@@ -77,4 +79,6 @@ pub(super) mod fixtures {
     pub const FREERTOS: &str = include_str!("../fixtures/native-freertos.txt");
     pub const RTOS_NATIVE: &str = include_str!("../fixtures/native-freertos-bench.txt");
     pub const RTOS_SOLO: &str = include_str!("../fixtures/solo-freertos-bench.txt");
+    /// FreeRTOS's latency beside Linux's hackbench loop on one pCPU (kernel log removed).
+    pub const RTOS_SHARED: &str = include_str!("../fixtures/shared-freertos.txt");
 }

@@ -92,13 +92,13 @@ mod tests {
         };
         assert_eq!(
             find("thread-metric/basic", "score"),
-            Measure::new("thread-metric/basic", "score", 121_691.0, "count")
+            Measure::new("thread-metric/basic", "score", 121_813.0, "count")
         );
         assert_eq!(find("thread-metric/memory", "check").value, 1.0);
         assert_eq!(find("thread-metric/memory", "check").unit, "bool");
         assert_eq!(
             find("rhealstone/task-switch", "time"),
-            Measure::new("rhealstone/task-switch", "time", 160.0, "ns")
+            Measure::new("rhealstone/task-switch", "time", 161.0, "ns")
         );
         assert_eq!(find("dispatch", "samples").value, 2000.0);
         let buckets: f64 = m

@@ -1,0 +1,306 @@
+//! Partita's own figures (`partita_core::counters`): per VM, exits by cause, injected
+//! interrupts, vCPU switches, time in the guest and at EL2, and the length of three hot
+//! paths (hypercall round trip, interrupt injection, vCPU switch); read by guests with
+//! PARTITA_COUNTER and printed on the console when a VM stops.
+//!
+//! The clock is the PMU cycle counter PMCCNTR_EL0, counting at every exception level
+//! (PMCCFILTR_EL0.NSH): under QEMU TCG it is the virtual clock at 1 GHz, so with
+//! `-icount shift=0` one tick is one instruction and one nanosecond (CNTPCT_EL0 would give
+//! 16 ns steps, as long as a short path). Guests' PMU accesses trap (MDCR_EL2.TPM/TPMCR,
+//! set by `Vcpu::load`) and read as zero, so no guest can reset or stop it.
+//!
+//! Cheap on the hot paths: a VM's counters have one writer (the CPU that owns the VM) and a
+//! CPU's bookkeeping only its own CPU, so every update is a relaxed load and store, no lock,
+//! no read-modify-write; a reader on another CPU sees each word whole. This module must
+//! never change what a guest or the scheduler does.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use partita_core::counters::{Counter, PathStats};
+
+use crate::arch::aarch64::entry::MAX_CPUS;
+use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg};
+use crate::println;
+
+/// VMs with counters (configuration indices below this); others are not counted.
+const MAX_VMS: usize = 16;
+/// Words per VM: one per counter, paths as count, sum, min, max.
+const WORDS: usize = Counter::ALL.len();
+
+/// Why the last vCPU of a CPU exited, as far as the hot paths care.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    Hypercall,
+    Irq,
+    Other,
+}
+
+/// The exit causes counted (`Counter::Traps*`).
+#[derive(Clone, Copy)]
+pub enum Trap {
+    Hvc,
+    Smc,
+    DataAbort,
+    InstructionAbort,
+    Sysreg,
+    Wfi,
+    Wfe,
+    Irq,
+    Other,
+}
+
+impl Trap {
+    fn counter(self) -> Counter {
+        match self {
+            Trap::Hvc => Counter::TrapsHvc,
+            Trap::Smc => Counter::TrapsSmc,
+            Trap::DataAbort => Counter::TrapsDataAbort,
+            Trap::InstructionAbort => Counter::TrapsInstructionAbort,
+            Trap::Sysreg => Counter::TrapsSysreg,
+            Trap::Wfi => Counter::TrapsWfi,
+            Trap::Wfe => Counter::TrapsWfe,
+            Trap::Irq => Counter::TrapsIrq,
+            Trap::Other => Counter::TrapsOther,
+        }
+    }
+
+    fn kind(self) -> ExitKind {
+        match self {
+            Trap::Hvc | Trap::Smc => ExitKind::Hypercall,
+            Trap::Irq => ExitKind::Irq,
+            _ => ExitKind::Other,
+        }
+    }
+}
+
+struct VmWords([AtomicU64; WORDS]);
+
+static VMS: [VmWords; MAX_VMS] = [const { VmWords([const { AtomicU64::new(0) }; WORDS]) }; MAX_VMS];
+
+/// A CPU's bookkeeping between an exit and the next entry.
+struct CpuWords {
+    /// Clock at the last transition (exit, entry, idle end).
+    mark: AtomicU64,
+    /// Who EL2 time since `mark` belongs to: a VM index, `BOOT` or `WOKE`.
+    owner: AtomicU64,
+    /// `ExitKind` of the last exit (as u64), `NO_PATH` once a path cannot be measured.
+    kind: AtomicU64,
+    /// 1 + the index of the VM the last exit (or wake-up) injected into; 0: none.
+    injected: AtomicU64,
+}
+
+/// Owner before the first entry: building VMs is not charged to any.
+const BOOT: u64 = u64::MAX;
+/// Owner after idle: the wake-up is charged to the VM that enters next.
+const WOKE: u64 = u64::MAX - 1;
+const NO_PATH: u64 = 3;
+
+static CPUS: [CpuWords; MAX_CPUS] = [const {
+    CpuWords {
+        mark: AtomicU64::new(0),
+        owner: AtomicU64::new(BOOT),
+        kind: AtomicU64::new(NO_PATH),
+        injected: AtomicU64::new(0),
+    }
+}; MAX_CPUS];
+
+/// PMCR_EL0: E (enable), C (reset the cycle counter), LC (64-bit cycle counter).
+const PMCR_START: u64 = 1 | (1 << 2) | (1 << 6);
+/// PMCCFILTR_EL0.NSH: count at EL2 too (EL0/EL1 count by default).
+const PMCCFILTR_ALL_ELS: u64 = 1 << 27;
+/// PMCNTENSET_EL0.C: the cycle counter runs.
+const PMCNTEN_CYCLES: u64 = 1 << 31;
+
+/// Whether the CPU has a PMUv3 (ID_AA64DFR0_EL1.PMUVer neither 0 nor IMPLEMENTATION
+/// DEFINED); without one the clock is the generic counter.
+static PMU: AtomicBool = AtomicBool::new(true);
+
+/// Starts this CPU's clock; call once per CPU before any VM (guests never reach the PMU:
+/// `Vcpu::load` sets MDCR_EL2's traps and `trap.rs` makes the registers read as zero).
+pub fn init_cpu() {
+    let version = (read_sysreg!("id_aa64dfr0_el1") >> 8) & 0xf;
+    if version == 0 || version == 0xf {
+        PMU.store(false, Ordering::Relaxed);
+        return;
+    }
+    write_sysreg!("pmccfiltr_el0", PMCCFILTR_ALL_ELS);
+    write_sysreg!("pmcntenset_el0", PMCNTEN_CYCLES);
+    write_sysreg!("pmcr_el0", PMCR_START);
+}
+
+/// The EL2 clock in nanoseconds of virtual time (CNTPCT_EL0 at QEMU's 62.5 MHz, 16 ns a
+/// tick, on a CPU without PMU).
+fn clock() -> u64 {
+    if PMU.load(Ordering::Relaxed) {
+        read_sysreg!("pmccntr_el0")
+    } else {
+        read_sysreg!("cntpct_el0").wrapping_mul(16)
+    }
+}
+
+fn cpu() -> &'static CpuWords {
+    let index = (read_sysreg!("mpidr_el1") & 0xff) as usize;
+    &CPUS[index.min(MAX_CPUS - 1)]
+}
+
+fn words(vm: usize) -> Option<&'static [AtomicU64; WORDS]> {
+    VMS.get(vm).map(|w| &w.0)
+}
+
+fn add(vm: usize, counter: Counter, amount: u64) {
+    if let Some(w) = words(vm) {
+        let word = &w[counter as usize];
+        word.store(
+            word.load(Ordering::Relaxed).wrapping_add(amount),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// Charges EL2 time since the last mark to its owner (or to `entering` after idle).
+fn charge_el2(cpu: &CpuWords, now: u64, entering: usize) {
+    let since = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
+    match cpu.owner.load(Ordering::Relaxed) {
+        BOOT => {}
+        WOKE => add(entering, Counter::El2Ns, since),
+        owner => add(owner as usize, Counter::El2Ns, since),
+    }
+}
+
+/// VM `vm`'s vCPU is about to enter the world switch.
+pub fn entering(vm: usize) {
+    let now = clock();
+    let cpu = cpu();
+    charge_el2(cpu, now, vm);
+    let length = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
+    let owner = cpu.owner.load(Ordering::Relaxed);
+    let kind = cpu.kind.load(Ordering::Relaxed);
+    let woke = owner == WOKE;
+    if (owner < WOKE || woke) && kind != NO_PATH {
+        let injected = cpu.injected.load(Ordering::Relaxed) == vm as u64 + 1;
+        let path = if !woke && owner as usize != vm {
+            Some(Counter::SwitchCount)
+        } else if kind == ExitKind::Hypercall as u64 && !woke {
+            Some(Counter::HypercallCount)
+        } else if kind == ExitKind::Irq as u64 && injected {
+            Some(Counter::InjectionCount)
+        } else {
+            None
+        };
+        if let Some(first) = path {
+            add_path_sample(vm, first, length);
+        }
+    }
+    cpu.mark.store(now, Ordering::Relaxed);
+}
+
+/// The statistics of the path whose first word (its count) is `first`; the next three
+/// words are min, sum (read as the mean) and max.
+fn path(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
+    let at = first as usize;
+    PathStats {
+        count: w[at].load(Ordering::Relaxed),
+        min: w[at + 1].load(Ordering::Relaxed),
+        sum: w[at + 2].load(Ordering::Relaxed),
+        max: w[at + 3].load(Ordering::Relaxed),
+    }
+}
+
+/// Folds one sample into the path whose first word is `first`.
+fn add_path_sample(vm: usize, first: Counter, ns: u64) {
+    let Some(w) = words(vm) else {
+        return;
+    };
+    let at = first as usize;
+    let mut stats = path(w, first);
+    stats.add(ns);
+    w[at].store(stats.count, Ordering::Relaxed);
+    w[at + 1].store(stats.min, Ordering::Relaxed);
+    w[at + 2].store(stats.sum, Ordering::Relaxed);
+    w[at + 3].store(stats.max, Ordering::Relaxed);
+}
+
+/// VM `vm`'s vCPU came back from the world switch.
+pub fn exited(vm: usize) {
+    let now = clock();
+    let cpu = cpu();
+    add(
+        vm,
+        Counter::GuestNs,
+        now.wrapping_sub(cpu.mark.load(Ordering::Relaxed)),
+    );
+    cpu.mark.store(now, Ordering::Relaxed);
+    cpu.owner.store(vm as u64, Ordering::Relaxed);
+    cpu.kind.store(ExitKind::Other as u64, Ordering::Relaxed);
+    cpu.injected.store(0, Ordering::Relaxed);
+}
+
+/// The cause of VM `vm`'s last exit.
+pub fn trap(vm: usize, trap: Trap) {
+    add(vm, trap.counter(), 1);
+    cpu().kind.store(trap.kind() as u64, Ordering::Relaxed);
+}
+
+/// An interrupt was put into VM `vm`'s virtual GIC.
+pub fn injected(vm: usize) {
+    add(vm, Counter::Injected, 1);
+    let cpu = cpu();
+    let owner = cpu.owner.load(Ordering::Relaxed);
+    if owner == vm as u64 || owner == WOKE {
+        cpu.injected.store(vm as u64 + 1, Ordering::Relaxed);
+    }
+}
+
+/// VM `vm`'s vCPU was put on this CPU.
+pub fn switched_in(vm: usize) {
+    add(vm, Counter::Switches, 1);
+}
+
+/// The CPU is about to wait for an interrupt at EL2 with nothing to run.
+pub fn idle_begin() {
+    let now = clock();
+    let cpu = cpu();
+    charge_el2(cpu, now, usize::MAX);
+    cpu.kind.store(NO_PATH, Ordering::Relaxed);
+}
+
+/// The CPU woke up from idle (an interrupt is pending): the wake-up to the next entry is an
+/// injection path if the interrupt goes to the VM that enters.
+pub fn idle_end() {
+    let cpu = cpu();
+    cpu.mark.store(clock(), Ordering::Relaxed);
+    cpu.owner.store(WOKE, Ordering::Relaxed);
+    cpu.kind.store(ExitKind::Irq as u64, Ordering::Relaxed);
+    cpu.injected.store(0, Ordering::Relaxed);
+}
+
+/// The value of `counter` for VM `vm`; None for a VM without counters.
+pub fn read(vm: usize, counter: Counter) -> Option<u64> {
+    if counter == Counter::ElapsedNs {
+        return Some(clock());
+    }
+    let w = words(vm)?;
+    Some(match counter {
+        Counter::HypercallMean => path(w, Counter::HypercallCount).mean(),
+        Counter::InjectionMean => path(w, Counter::InjectionCount).mean(),
+        Counter::SwitchMean => path(w, Counter::SwitchCount).mean(),
+        other => w[other as usize].load(Ordering::Relaxed),
+    })
+}
+
+/// Prints VM `vm`'s counters on one console line (`counters vm=<name> <counter>=<value>...`),
+/// through the same `read` as the hypercall.
+pub fn print(vm: usize, name: &str) {
+    struct Values(usize);
+    impl core::fmt::Display for Values {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            for counter in Counter::ALL.iter().chain([Counter::ElapsedNs].iter()) {
+                if let Some(value) = read(self.0, *counter) {
+                    write!(f, " {}={value}", counter.name())?;
+                }
+            }
+            Ok(())
+        }
+    }
+    println!("counters vm={name}{}", Values(vm));
+}
