@@ -1,12 +1,13 @@
-//! Hypercall dispatch (`partita_core::hypercall::respond`): any x0..x3, immediate and MPIDR
-//! give one of the contract's answers, and only the calls that may stop or reset the VM do.
+//! Hypercall dispatch (`partita_core::hypercall::respond`): any x0..x3, immediate, MPIDR and
+//! counter answer give one of the contract's answers, and only the calls that may stop or
+//! reset the VM do.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use partita_core::hypercall::{
     affinity, decode, is_implemented, partita_version, respond, ret, Hypercall, Response,
-    MAX_AFFINITY_LEVEL, PARTITA_VERSION, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
+    MAX_AFFINITY_LEVEL, PARTITA_COUNTER, PARTITA_VERSION, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
 };
 
 const SYSTEM_OFF: u32 = 0x8400_0008;
@@ -23,14 +24,19 @@ const RETURN_VALUES: [u64; 6] = [
     SMCCC_VERSION_1_1,
 ];
 
-fn check(x: [u64; 4], imm: u16, own_mpidr: u64) {
+fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>) {
     let function = x[0] as u32;
-    let response = respond(x, imm, own_mpidr);
+    let read = |_, _| counter;
+    let response = respond(x, imm, own_mpidr, read);
     match response {
         Response::Return { x0, x1 } => {
             assert!(RETURN_VALUES.contains(&x0), "x0 = {x0:#x}");
-            let version_call = imm == 0 && function == PARTITA_VERSION;
-            assert_eq!(x1, version_call.then(partita_version));
+            let expected = match (imm, function) {
+                (0, PARTITA_VERSION) => Some(partita_version()),
+                (0, PARTITA_COUNTER) => counter,
+                _ => None,
+            };
+            assert_eq!(x1, expected);
         }
         Response::PowerOff => assert!(imm == 0 && (function == SYSTEM_OFF || function == CPU_OFF)),
         Response::Reset => assert!(imm == 0 && function == SYSTEM_RESET),
@@ -44,7 +50,20 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64) {
     }
     // SMCCC: the function ID is w0, so the upper half of x0 never matters.
     let low = [x[0] & 0xffff_ffff, x[1], x[2], x[3]];
-    assert_eq!(respond(low, imm, own_mpidr), response);
+    assert_eq!(respond(low, imm, own_mpidr, read), response);
+    if imm == 0 && function == PARTITA_COUNTER {
+        let answer = match counter {
+            Some(value) => Response::Return {
+                x0: ret::SUCCESS,
+                x1: Some(value),
+            },
+            None => Response::Return {
+                x0: ret::INVALID_PARAMETERS,
+                x1: None,
+            },
+        };
+        assert_eq!(response, answer);
+    }
     let call = decode(x);
     assert_eq!(
         is_implemented(function),
@@ -62,7 +81,7 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64) {
     let reaches_aff3 = function & (1 << 30) != 0 || affinity(own_mpidr) >> 32 == 0;
     if matches!(call, Hypercall::CpuOn { .. }) && reaches_aff3 {
         // Naming the caller's own MPIDR always answers ALREADY_ON.
-        let own = respond([x[0], own_mpidr, x[2], x[3]], 0, own_mpidr);
+        let own = respond([x[0], own_mpidr, x[2], x[3]], 0, own_mpidr, read);
         let already_on = Response::Return {
             x0: ret::ALREADY_ON,
             x1: None,
@@ -71,7 +90,7 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64) {
     }
 }
 
-fuzz_target!(|input: ([u64; 4], u16, u64)| {
-    let (x, imm, own_mpidr) = input;
-    check(x, imm, own_mpidr);
+fuzz_target!(|input: ([u64; 4], u16, u64, Option<u64>)| {
+    let (x, imm, own_mpidr, counter) = input;
+    check(x, imm, own_mpidr, counter);
 });
