@@ -36,10 +36,14 @@ struct CargoCheck {
 /// Their assembly and cross-compiled C do not build for the host.
 const BARE_METAL: [&str; 3] = ["partita", "partita-probe", "partita-freertos"];
 
-const CARGO_CHECKS: [CargoCheck; 4] = [
+const CARGO_CHECKS: [CargoCheck; 5] = [
     CargoCheck {
         name: "rustfmt",
         args: &["fmt", "--all", "--", "--check"],
+    },
+    CargoCheck {
+        name: "rustfmt (fuzz targets)",
+        args: &["fmt", "--manifest-path", "fuzz/Cargo.toml", "--", "--check"],
     },
     CargoCheck {
         name: "clippy (host crates)",
