@@ -146,47 +146,36 @@ const LOAD_JOB: &str = "hackbench -g 4 -l 2000 && stress-ng --cpu 1 --timeout 5s
 /// A lighter load, for the split system (whose two emulated CPUs take twice the host time)
 /// and for the variants of the shared one.
 const SPLIT_LOAD_JOB: &str = "hackbench -g 4 -l 200 && stress-ng --cpu 1 --timeout 2s";
+/// What every run of FreeRTOS beside a Linux job checks (FreeRTOS and the job ran, Linux
+/// powered off, nothing faulted or panicked), with the given expectations on FreeRTOS.
+macro_rules! beside_linux {
+    ($($freertos:expr),+) => {
+        &[
+            Expect::Line("[freertos] hello from FreeRTOS task 1"),
+            Expect::Line("*Time: *"),
+            Expect::Line("[linux] stress-ng: info: * successful run completed in *"),
+            Expect::Line("[linux] partita: job exit 0"),
+            Expect::Line(LINUX_POWERED_OFF),
+            $($freertos,)+
+            Expect::NoLine(PANIC),
+            Expect::NoLine(LINUX_FAULT),
+            Expect::NoLine(FREERTOS_FAULT),
+        ]
+    };
+}
 /// The split system: both VMs run and FreeRTOS outlives Linux. Its deadline misses are not
 /// asserted: under -icount QEMU 7.2 runs the two CPUs in turn on one host thread and CPU 0
 /// waits for the end of CPU 1's turn (docs/design.md, "Time on QEMU with more than one
 /// CPU", has the measurements).
-const SPLIT_BESIDE_LINUX: &[Expect] = &[
-    Expect::Line("[freertos] hello from FreeRTOS task 1"),
-    Expect::Line("*Time: *"),
-    Expect::Line("[linux] stress-ng: info: * successful run completed in *"),
-    Expect::Line("[linux] partita: job exit 0"),
-    Expect::Line(LINUX_POWERED_OFF),
-    Expect::CountAtLeast(FREERTOS_RT, 4),
-    Expect::NoLine(PANIC),
-    Expect::NoLine(LINUX_FAULT),
-    Expect::NoLine(FREERTOS_FAULT),
-];
+const SPLIT_BESIDE_LINUX: &[Expect] = beside_linux!(Expect::CountAtLeast(FREERTOS_RT, 4));
 /// FreeRTOS beside a Linux that ran a job and powered off: both ran, every one of FreeRTOS's
 /// lines reports no deadline miss, and it kept printing after Linux stopped (`StopWhen`).
-const BESIDE_LINUX: &[Expect] = &[
-    Expect::Line("[freertos] hello from FreeRTOS task 1"),
-    Expect::Line("*Time: *"),
-    Expect::Line("[linux] stress-ng: info: * successful run completed in *"),
-    Expect::Line("[linux] partita: job exit 0"),
-    Expect::Line(LINUX_POWERED_OFF),
-    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
-    Expect::NoLine(PANIC),
-    Expect::NoLine(LINUX_FAULT),
-    Expect::NoLine(FREERTOS_FAULT),
-];
-/// FreeRTOS ticking on the passed-through EL1 physical timer beside a loaded Linux.
-const PHYSICAL_TICK_BESIDE_LINUX: &[Expect] = &[
+const BESIDE_LINUX: &[Expect] = beside_linux!(Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS));
+/// The same with FreeRTOS ticking on the passed-through EL1 physical timer.
+const PHYSICAL_TICK_BESIDE_LINUX: &[Expect] = beside_linux!(
     Expect::Line("[freertos] tick: physical timer, interrupt 30"),
-    Expect::Line("[freertos] hello from FreeRTOS task 1"),
-    Expect::Line("*Time: *"),
-    Expect::Line("[linux] stress-ng: info: * successful run completed in *"),
-    Expect::Line("[linux] partita: job exit 0"),
-    Expect::Line(LINUX_POWERED_OFF),
-    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
-    Expect::NoLine(PANIC),
-    Expect::NoLine(LINUX_FAULT),
-    Expect::NoLine(FREERTOS_FAULT),
-];
+    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS)
+);
 /// Three more FreeRTOS lines once Linux has powered off.
 const AFTER_LINUX_OFF: End = End::StopWhen(StopWhen {
     after: Some(LINUX_POWERED_OFF),

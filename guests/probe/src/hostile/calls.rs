@@ -200,33 +200,32 @@ pub fn vendor_range(_: &Platform) -> Outcome {
     Ok(())
 }
 
+/// Executes the call instruction `$insn` (an `hvc` or `smc` with any immediate) with x0 =
+/// `$x0` and x1..x3 = 0, and returns x0; SMCCC lets the callee clobber x0..x17, all declared.
+macro_rules! raw_call {
+    ($insn:literal, $x0:expr) => {{
+        let mut x0: u64 = $x0;
+        // SAFETY: one call to Partita, which may only write x0..x17 (all declared clobbered).
+        unsafe {
+            asm!(
+                $insn,
+                inout("x0") x0,
+                inout("x1") 0u64 => _, inout("x2") 0u64 => _, inout("x3") 0u64 => _,
+                out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
+                out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
+                out("x15") _, out("x16") _, out("x17") _,
+                options(nostack)
+            );
+        }
+        x0
+    }};
+}
+
 /// `hvc #imm` / `smc #imm` with x0 = SYSTEM_OFF: SMCCC uses immediate 0 only, so the VM must
 /// keep running and get NOT_SUPPORTED.
 pub fn nonzero_immediate(_: &Platform) -> Outcome {
-    let mut hvc_x0 = u64::from(PSCI_SYSTEM_OFF);
-    let mut smc_x0 = u64::from(PSCI_SYSTEM_OFF);
-    // SAFETY: two calls to Partita with non-zero immediates; SMCCC lets the callee clobber
-    // x0..x17, all declared.
-    unsafe {
-        asm!(
-            "hvc #1",
-            inout("x0") hvc_x0,
-            inout("x1") 0u64 => _, inout("x2") 0u64 => _, inout("x3") 0u64 => _,
-            out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-            out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
-            out("x15") _, out("x16") _, out("x17") _,
-            options(nostack)
-        );
-        asm!(
-            "smc #0x1234",
-            inout("x0") smc_x0,
-            inout("x1") 0u64 => _, inout("x2") 0u64 => _, inout("x3") 0u64 => _,
-            out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-            out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
-            out("x15") _, out("x16") _, out("x17") _,
-            options(nostack)
-        );
-    }
+    let hvc_x0 = raw_call!("hvc #1", u64::from(PSCI_SYSTEM_OFF));
+    let smc_x0 = raw_call!("smc #0x1234", u64::from(PSCI_SYSTEM_OFF));
     expect_eq(
         format_args!("hvc #1 x0"),
         hvc_x0 as u32 as u64,
@@ -242,19 +241,7 @@ pub fn nonzero_immediate(_: &Platform) -> Outcome {
 /// SMCCC passes the function ID in W0: junk in the upper half of x0 must not change the call.
 pub fn upper_bits(_: &Platform) -> Outcome {
     let id = 0xdead_beef_0000_0000 | u64::from(PSCI_VERSION);
-    let mut x0 = id;
-    // SAFETY: one call to Partita; x0..x17 declared clobbered as SMCCC allows.
-    unsafe {
-        asm!(
-            "hvc #0",
-            inout("x0") x0,
-            inout("x1") 0u64 => _, inout("x2") 0u64 => _, inout("x3") 0u64 => _,
-            out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-            out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
-            out("x15") _, out("x16") _, out("x17") _,
-            options(nostack)
-        );
-    }
+    let x0 = raw_call!("hvc #0", id);
     expect_eq(
         format_args!("PSCI_VERSION with x0 = {id:#x}"),
         x0 as u32 as u64,
