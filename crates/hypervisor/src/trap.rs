@@ -148,14 +148,18 @@ fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
     }
     if write {
         let value = vm.vcpu.reg(access.register) & access.size.mask();
-        let done = if gic {
-            vm.vgic.write(ipa, access.size, value)
-        } else {
-            let done = vm.devices.write(ipa, access.size, value);
-            vm.raise_requested_interrupts();
-            done
-        };
-        done.is_ok()
+        if gic {
+            return vm.vgic.write(ipa, access.size, value).is_ok();
+        }
+        match vm.devices.write(ipa, access.size, value) {
+            Ok(raise) => {
+                if let Some(intid) = raise {
+                    vm.raise_owned_spi(intid);
+                }
+                true
+            }
+            Err(_) => false,
+        }
     } else {
         let read = if gic {
             vm.vgic.read(ipa, access.size)

@@ -256,13 +256,11 @@ impl Vm {
         self.config.priority
     }
 
-    /// Raises the physical SPIs the guest asked its test device for, those of its destination
-    /// table only; any other request is dropped.
-    pub fn raise_requested_interrupts(&mut self) {
-        while let Some(intid) = self.devices.take_raise_request() {
-            if intid >= gic::PRIVATE_IRQS && self.config.irqs.contains(&intid) {
-                gic::set_spi_pending(self.board, intid);
-            }
+    /// Raises physical SPI `intid`, which the guest asked its test device for, if it is in
+    /// the VM's destination table; any other request is dropped.
+    pub fn raise_owned_spi(&self, intid: u32) {
+        if intid >= gic::PRIVATE_IRQS && self.config.irqs.contains(&intid) {
+            gic::set_spi_pending(self.board, intid);
         }
     }
 

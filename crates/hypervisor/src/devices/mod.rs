@@ -79,15 +79,17 @@ impl Devices {
         model.device().read(offset, size)
     }
 
-    /// A guest store of `size` at `ipa`.
-    pub fn write(&mut self, ipa: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
+    /// A guest store of `size` at `ipa`; the interrupt it asked a test device to raise
+    /// (`RAISE`), if it did.
+    pub fn write(
+        &mut self,
+        ipa: u64,
+        size: AccessSize,
+        value: u64,
+    ) -> Result<Option<u32>, AccessFault> {
         let (model, offset) = self.at(ipa).ok_or(AccessFault)?;
-        model.device().write(offset, size, value)
-    }
-
-    /// An interrupt the guest asked one of its test devices to raise, not yet taken.
-    pub fn take_raise_request(&mut self) -> Option<u32> {
-        self.devices.iter_mut().find_map(|d| match &mut d.model {
+        model.device().write(offset, size, value)?;
+        Ok(match model {
             Model::Test(test) => test.take_raise(),
             Model::Uart(_) => None,
         })
