@@ -1,42 +1,67 @@
-//! Hypercall dispatch (`partita_core::hypercall::respond`): any x0..x3, immediate, MPIDR and
-//! counter answer give one of the contract's answers, and only the calls that may stop or
-//! reset the VM do.
+//! Hypercall dispatch (`partita_core::hypercall::respond`): any x0..x3, immediate, MPIDR,
+//! counter answer and doorbell outcome give one of the contract's answers, only the calls
+//! that may stop or reset the VM do, and only PARTITA_IVC_RING rings a doorbell (with the
+//! channel id from x1, every bit of it).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use partita_core::hypercall::{
-    affinity, decode, is_implemented, partita_version, respond, ret, Hypercall, Response,
-    MAX_AFFINITY_LEVEL, PARTITA_COUNTER, PARTITA_VERSION, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
+    affinity, decode, is_implemented, partita_version, respond, ret, Hypercall, Response, Ring,
+    MAX_AFFINITY_LEVEL, PARTITA_COUNTER, PARTITA_IVC_RING, PARTITA_VERSION, PSCI_VERSION_1_1,
+    SMCCC_VERSION_1_1,
 };
+use std::cell::Cell;
 
 const SYSTEM_OFF: u32 = 0x8400_0008;
 const SYSTEM_RESET: u32 = 0x8400_0009;
 const CPU_OFF: u32 = 0x8400_0002;
 
 /// Every value x0 may return (PSCI/SMCCC codes and the two version numbers).
-const RETURN_VALUES: [u64; 6] = [
+const RETURN_VALUES: [u64; 7] = [
     ret::SUCCESS,
     ret::NOT_SUPPORTED,
     ret::INVALID_PARAMETERS,
+    ret::DENIED,
     ret::ALREADY_ON,
     PSCI_VERSION_1_1,
     SMCCC_VERSION_1_1,
 ];
 
-fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>) {
+/// The doorbell outcome a fuzz input picks.
+fn outcome(pick: u8, wait_ns: u64) -> Ring {
+    match pick % 3 {
+        0 => Ring::Rung,
+        1 => Ring::NotMember,
+        _ => Ring::TooSoon { wait_ns },
+    }
+}
+
+fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: Ring) {
     let function = x[0] as u32;
     let read = |_, _| counter;
-    let response = respond(x, imm, own_mpidr, read);
+    let rang = Cell::new(None);
+    let ring = |channel| {
+        rang.set(Some(channel));
+        doorbell
+    };
+    let response = respond(x, imm, own_mpidr, read, ring);
+    let is_ring = imm == 0 && function == PARTITA_IVC_RING;
+    assert_eq!(rang.get(), is_ring.then_some(x[1]));
     match response {
         Response::Return { x0, x1 } => {
             assert!(RETURN_VALUES.contains(&x0), "x0 = {x0:#x}");
             let expected = match (imm, function) {
                 (0, PARTITA_VERSION) => Some(partita_version()),
                 (0, PARTITA_COUNTER) => counter,
+                (0, PARTITA_IVC_RING) => match doorbell {
+                    Ring::TooSoon { wait_ns } => Some(wait_ns),
+                    _ => None,
+                },
                 _ => None,
             };
             assert_eq!(x1, expected);
+            assert_eq!(x0 == ret::DENIED, is_ring && x1.is_some());
         }
         Response::PowerOff => assert!(imm == 0 && (function == SYSTEM_OFF || function == CPU_OFF)),
         Response::Reset => assert!(imm == 0 && function == SYSTEM_RESET),
@@ -50,7 +75,7 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>) {
     }
     // SMCCC: the function ID is w0, so the upper half of x0 never matters.
     let low = [x[0] & 0xffff_ffff, x[1], x[2], x[3]];
-    assert_eq!(respond(low, imm, own_mpidr, read), response);
+    assert_eq!(respond(low, imm, own_mpidr, read, |_| doorbell), response);
     if imm == 0 && function == PARTITA_COUNTER {
         let answer = match counter {
             Some(value) => Response::Return {
@@ -81,7 +106,9 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>) {
     let reaches_aff3 = function & (1 << 30) != 0 || affinity(own_mpidr) >> 32 == 0;
     if matches!(call, Hypercall::CpuOn { .. }) && reaches_aff3 {
         // Naming the caller's own MPIDR always answers ALREADY_ON.
-        let own = respond([x[0], own_mpidr, x[2], x[3]], 0, own_mpidr, read);
+        let own = respond([x[0], own_mpidr, x[2], x[3]], 0, own_mpidr, read, |_| {
+            doorbell
+        });
         let already_on = Response::Return {
             x0: ret::ALREADY_ON,
             x1: None,
@@ -90,7 +117,7 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>) {
     }
 }
 
-fuzz_target!(|input: ([u64; 4], u16, u64, Option<u64>)| {
-    let (x, imm, own_mpidr, counter) = input;
-    check(x, imm, own_mpidr, counter);
+fuzz_target!(|input: ([u64; 4], u16, u64, Option<u64>, u8, u64)| {
+    let (x, imm, own_mpidr, counter, pick, wait_ns) = input;
+    check(x, imm, own_mpidr, counter, outcome(pick, wait_ns));
 });

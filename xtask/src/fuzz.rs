@@ -24,7 +24,7 @@ pub struct FuzzTarget {
     pub covers: &'static str,
 }
 
-pub const TARGETS: [FuzzTarget; 7] = [
+pub const TARGETS: [FuzzTarget; 8] = [
     FuzzTarget {
         name: "trap",
         covers: "ESR_EL2 syndromes, MMIO access decoding and loads, sysreg ISS, fault IPA",
@@ -48,6 +48,10 @@ pub const TARGETS: [FuzzTarget; 7] = [
     FuzzTarget {
         name: "config",
         covers: "configuration TOML parsing, memory planning, validation, bundle round trip",
+    },
+    FuzzTarget {
+        name: "ivc",
+        covers: "inter-VM rings written by a hostile peer, doorbell routing and rate rule",
     },
     FuzzTarget {
         name: "bundle",

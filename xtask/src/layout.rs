@@ -39,6 +39,28 @@ pub fn describe(system: &System) -> String {
     for (i, vm) in cfg.vms.iter().enumerate() {
         describe_vm(&mut out, i, vm);
     }
+    for (c, channel) in cfg.channels.iter().enumerate() {
+        let phys = channel
+            .physical()
+            .map_or_else(|| "unplanned".to_string(), range);
+        let _ = writeln!(
+            out,
+            "channel[{c}] {}: physical {phys} ({}), one ring per {} us per VM",
+            channel.name,
+            size(channel.size),
+            channel.ring_interval_us
+        );
+        for m in &channel.members {
+            let _ = writeln!(
+                out,
+                "  vm {:<10} at {:#x} ({}), doorbell irq {}",
+                m.vm,
+                m.base,
+                m.access.name(),
+                m.irq
+            );
+        }
+    }
     out
 }
 

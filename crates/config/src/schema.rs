@@ -7,15 +7,16 @@
 
 use partita_core::board::Platform;
 use partita_core::config::{
-    BoardConfig, ConfigError, DeviceConfig, EndAction, ImageConfig, InitrdConfig, MemoryRegion,
-    ResetAction, SystemConfig, TimerMode, VmConfig, VmKind,
+    Access, BoardConfig, ChannelConfig, ChannelMember, ConfigError, DeviceConfig, EndAction,
+    ImageConfig, InitrdConfig, MemoryRegion, ResetAction, SystemConfig, TimerMode, VmConfig,
+    VmKind, DEFAULT_RING_INTERVAL_US,
 };
 use partita_core::sched::DEFAULT_SLICE_US;
 use toml::{Table, Value};
 
 use super::fields::{wrong_type, Fields};
 
-const TOP_KEYS: [&str; 2] = ["board", "vm"];
+const TOP_KEYS: [&str; 3] = ["board", "vm", "channel"];
 const BOARD_KEYS: [&str; 3] = ["platform", "cpus", "slice_us"];
 const VM_KEYS: [&str; 14] = [
     "name",
@@ -37,6 +38,8 @@ const MEMORY_KEYS: [&str; 3] = ["base", "size", "phys"];
 const IMAGE_KEYS: [&str; 2] = ["path", "load"];
 const PL011_KEYS: [&str; 3] = ["type", "base", "irq"];
 const TESTDEV_KEYS: [&str; 2] = ["type", "base"];
+const CHANNEL_KEYS: [&str; 5] = ["name", "size", "phys", "ring_interval_us", "vm"];
+const CHANNEL_VM_KEYS: [&str; 4] = ["name", "base", "access", "irq"];
 
 /// Scheduling priority of a VM that names none.
 fn default_priority(kind: VmKind) -> u8 {
@@ -62,7 +65,71 @@ pub fn system(top: &Table) -> Result<SystemConfig, ConfigError> {
         .enumerate()
         .map(|(i, t)| vm(i, t))
         .collect::<Result<_, _>>()?;
-    Ok(SystemConfig { board, vms })
+    if let Some(v @ Value::Table(_)) = top.get("channel") {
+        return Err(wrong_type("channel", "an array of tables ([[channel]])", v));
+    }
+    let channels = top
+        .tables("channel")?
+        .into_iter()
+        .enumerate()
+        .map(|(c, t)| channel(c, t))
+        .collect::<Result<_, _>>()?;
+    Ok(SystemConfig {
+        board,
+        vms,
+        channels,
+    })
+}
+
+fn channel(c: usize, table: &Table) -> Result<ChannelConfig, ConfigError> {
+    let f = Fields::new(
+        format!("channel[{c}]"),
+        table,
+        "a [[channel]] table",
+        &CHANNEL_KEYS,
+    )?;
+    let name = f.required_string("name")?.to_string();
+    let size = f.size("size")?;
+    let phys = f.address("phys")?;
+    let ring_interval_us = f
+        .optional_u32("ring_interval_us")?
+        .unwrap_or(DEFAULT_RING_INTERVAL_US);
+    f.required("vm")?;
+    let members = f
+        .tables("vm")?
+        .into_iter()
+        .enumerate()
+        .map(|(j, t)| channel_member(&f.key(&format!("vm[{j}]")), t))
+        .collect::<Result<_, _>>()?;
+    Ok(ChannelConfig {
+        name,
+        size,
+        phys,
+        ring_interval_us,
+        members,
+    })
+}
+
+fn channel_member(path: &str, table: &Table) -> Result<ChannelMember, ConfigError> {
+    let f = Fields::new(path, table, "a channel's VM", &CHANNEL_VM_KEYS)?;
+    let vm = f.required_string("name")?.to_string();
+    let base = f.required_address("base")?;
+    let access = match f.string("access")? {
+        None => Access::ReadWrite,
+        Some(name) => Access::from_name(name).ok_or_else(|| {
+            ConfigError::new(
+                f.key("access"),
+                format!("unknown access \"{name}\"; expected \"rw\" or \"ro\""),
+            )
+        })?,
+    };
+    let irq = f.u32("irq")?;
+    Ok(ChannelMember {
+        vm,
+        base,
+        access,
+        irq,
+    })
 }
 
 fn board(table: &Table) -> Result<BoardConfig, ConfigError> {
@@ -367,6 +434,27 @@ mod tests {
         let cfg = parse(&text).unwrap();
         assert_eq!(cfg.vms[0].image.load, Some(0x4008_0000));
         assert_eq!(cfg.vms[0].priority, 100);
+    }
+
+    #[test]
+    fn channels_parse_with_defaults() {
+        let text = format!(
+            "{PROBE}\n[[channel]]\nname = \"c\"\nsize = \"64K\"\n\
+             vm = [{{ name = \"probe\", base = 0x5000_0000, irq = 64 }},\n\
+             {{ name = \"x\", base = 0x6000_0000, access = \"ro\", irq = 65 }}]\n"
+        );
+        let cfg = parse(&text).unwrap();
+        let c = &cfg.channels[0];
+        assert_eq!((c.name.as_str(), c.size, c.phys), ("c", 0x1_0000, None));
+        assert_eq!(c.ring_interval_us, DEFAULT_RING_INTERVAL_US);
+        assert_eq!(c.members[0].access, Access::ReadWrite);
+        assert_eq!(c.members[1].access, Access::ReadOnly);
+        assert_eq!((c.members[1].base, c.members[1].irq), (0x6000_0000, 65));
+        let bad = text.replace("\"ro\"", "\"wo\"");
+        assert_eq!(
+            parse(&bad).unwrap_err(),
+            "channel[0].vm[1].access: unknown access \"wo\"; expected \"rw\" or \"ro\""
+        );
     }
 
     #[test]

@@ -185,6 +185,7 @@ mod tests {
                     irqs: vec![],
                 })
                 .collect(),
+            channels: vec![],
         }
     }
 

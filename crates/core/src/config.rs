@@ -15,8 +15,13 @@ use serde::{Deserialize, Serialize};
 use crate::board::{Board, Platform, Region};
 use crate::boot::KernelHeader;
 
+mod channel;
 mod placement;
 
+pub use channel::{
+    Access, ChannelConfig, ChannelMember, VmChannel, DEFAULT_RING_INTERVAL_US, MAX_CHANNELS,
+    MAX_MEMBERS, MAX_RING_INTERVAL_US, MIN_RING_INTERVAL_US,
+};
 pub use placement::{MAX_SLICE_US, MIN_SLICE_US};
 
 /// Largest guest-physical address + 1: Partita gives every VM a 40-bit IPA space.
@@ -35,6 +40,8 @@ pub const MAX_BOOTARGS: usize = 2047;
 pub struct SystemConfig {
     pub board: BoardConfig,
     pub vms: Vec<VmConfig>,
+    /// Memory shared between named VMs, with their doorbells.
+    pub channels: Vec<ChannelConfig>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -349,7 +356,13 @@ pub fn validate(cfg: &SystemConfig) -> Result<(), ConfigError> {
         validate_vm(cfg, board, i, vm)?;
     }
     validate_across_vms(cfg)?;
-    placement::validate(cfg, board)
+    placement::validate(cfg, board)?;
+    channel::validate(cfg, board)?;
+    for (i, vm) in cfg.vms.iter().enumerate() {
+        validate_device_tree(cfg, board, vm)
+            .map_err(|m| ConfigError::new(format!("vm[{i}].device"), m))?;
+    }
+    Ok(())
 }
 
 fn validate_vm(
@@ -404,14 +417,13 @@ fn validate_vm(
     }
     validate_bootargs(&vm.bootargs).map_err(|m| ConfigError::new(key("bootargs"), m))?;
     validate_devices(board, vm, i)?;
-    validate_device_tree(board, vm).map_err(|m| ConfigError::new(key("device"), m))?;
     validate_image(vm, i)
 }
 
 /// The device tree Partita generates for the VM must fit the `DTB_SIZE` bytes reserved for
 /// it (many devices could overflow it): `guest_fdt` says so.
-fn validate_device_tree(board: &Board, vm: &VmConfig) -> Result<(), String> {
-    crate::fdt::guest_fdt(vm, board, &[0; 32])
+fn validate_device_tree(cfg: &SystemConfig, board: &Board, vm: &VmConfig) -> Result<(), String> {
+    crate::fdt::guest_fdt(vm, &cfg.channels_of(&vm.name), board, &[0; 32])
         .map(drop)
         .map_err(|e| format!("{e}"))
 }
@@ -701,6 +713,7 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
         .flat_map(|vm| vm.memory.iter().filter_map(|m| m.physical()))
         .collect();
     taken.push(board.hypervisor);
+    taken.extend(cfg.channels.iter().filter_map(ChannelConfig::physical));
     for (i, vm) in cfg.vms.iter_mut().enumerate() {
         for (j, m) in vm.memory.iter_mut().enumerate() {
             if m.phys.is_some() || m.size == 0 {
@@ -722,7 +735,7 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
             taken.push(Region::new(phys, m.size));
         }
     }
-    Ok(())
+    channel::plan(&mut cfg.channels, board.ram, &mut taken)
 }
 
 /// The largest stage-2 block size (4 KiB, 2 MiB, 1 GiB) both `base` and `size` allow.
@@ -754,7 +767,7 @@ fn first_fit(ram: Region, taken: &[Region], size: u64, align: u64) -> Option<u64
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use alloc::string::ToString;
     use alloc::vec;
@@ -813,6 +826,7 @@ mod tests {
                 slice_us: crate::sched::DEFAULT_SLICE_US,
             },
             vms,
+            channels: vec![],
         }
     }
 
@@ -822,7 +836,7 @@ mod tests {
         Ok(cfg)
     }
 
-    pub(super) fn two_vms_on_cpu0() -> SystemConfig {
+    pub(crate) fn two_vms_on_cpu0() -> SystemConfig {
         system(vec![vm("a", None), vm("b", None)])
     }
 

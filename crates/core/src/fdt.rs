@@ -1,8 +1,8 @@
 //! Guest device trees generated from the configuration.
 //!
 //! `guest_fdt` describes what one VM sees: its memory, one CPU booted with PSCI over HVC, a
-//! GICv3 with the redistributor frame of that CPU, the generic timer, and its configured
-//! devices, with `/chosen` carrying the boot arguments, the console and a random seed. The
+//! GICv3 with the redistributor frame of that CPU, the generic timer, its configured
+//! devices and the inter-VM channels it is a member of (`partita,ivc` nodes), with `/chosen` carrying the boot arguments, the console and a random seed. The
 //! layout follows QEMU's `virt` machine so unmodified Linux and FreeRTOS ports find their
 //! devices. The blob is written with `vm-fdt`; this module never places it in guest memory
 //! (the hypervisor copies it to `VmConfig::dtb_address()`), and never describes a device the
@@ -16,7 +16,7 @@ use core::fmt;
 use vm_fdt::FdtWriter;
 
 use crate::board::Board;
-use crate::config::{DeviceConfig, VmConfig, DTB_SIZE};
+use crate::config::{Access, DeviceConfig, VmChannel, VmConfig, DTB_SIZE};
 
 /// Why no device tree could be made for a VM.
 #[derive(Debug, PartialEq)]
@@ -58,6 +58,7 @@ type Result<T> = core::result::Result<T, FdtError>;
 /// Interrupt specifier cells of the GIC binding (`arm,gic-v3.yaml`).
 const GIC_SPI: u32 = 0;
 const GIC_PPI: u32 = 1;
+const IRQ_TYPE_EDGE_RISING: u32 = 1;
 const IRQ_TYPE_LEVEL_HIGH: u32 = 4;
 /// Generic timer interrupts as INTIDs (ARM ARM D11.2; the same numbers as QEMU `virt`).
 const TIMER_SECURE_PHYS_IRQ: u32 = 29;
@@ -82,9 +83,9 @@ pub struct GuestFdt {
 impl GuestFdt {
     /// Writes `vm`'s device tree on `board` and finds where its seed lies: the only bytes
     /// that differ between trees written with two seeds that differ in every byte.
-    pub fn new(vm: &VmConfig, board: &Board) -> Result<GuestFdt> {
-        let zeros = guest_fdt(vm, board, &[0; 32])?;
-        let ones = guest_fdt(vm, board, &[0xff; 32])?;
+    pub fn new(vm: &VmConfig, channels: &[VmChannel], board: &Board) -> Result<GuestFdt> {
+        let zeros = guest_fdt(vm, channels, board, &[0; 32])?;
+        let ones = guest_fdt(vm, channels, board, &[0xff; 32])?;
         let seed_at = zeros
             .iter()
             .zip(&ones)
@@ -109,8 +110,14 @@ impl GuestFdt {
     }
 }
 
-/// Builds the flattened device tree of `vm` on `board`.
-pub fn guest_fdt(vm: &VmConfig, board: &Board, rng_seed: &[u8; 32]) -> Result<Vec<u8>> {
+/// Builds the flattened device tree of `vm` on `board`, with the `channels` it is a member
+/// of (`SystemConfig::channels_of`).
+pub fn guest_fdt(
+    vm: &VmConfig,
+    channels: &[VmChannel],
+    board: &Board,
+    rng_seed: &[u8; 32],
+) -> Result<Vec<u8>> {
     let mut fdt = FdtWriter::new()?;
     let root = fdt.begin_node("")?;
     fdt.property_u32("#address-cells", 2)?;
@@ -126,6 +133,9 @@ pub fn guest_fdt(vm: &VmConfig, board: &Board, rng_seed: &[u8; 32]) -> Result<Ve
     clock_node(&mut fdt)?;
     for device in &vm.devices {
         device_node(&mut fdt, device)?;
+    }
+    for channel in channels {
+        channel_node(&mut fdt, channel)?;
     }
     chosen_and_aliases(&mut fdt, vm, rng_seed)?;
     fdt.end_node(root)?;
@@ -261,6 +271,26 @@ fn device_node(fdt: &mut FdtWriter, device: &DeviceConfig) -> Result<()> {
     Ok(())
 }
 
+/// An inter-VM channel (`docs/ivc.md`): its window, its doorbell as an edge-triggered SPI,
+/// the channel id the doorbell hypercall takes, this VM's member index (which ring of the
+/// channel it writes) and `read-only` when the VM may only read it.
+fn channel_node(fdt: &mut FdtWriter, channel: &VmChannel) -> Result<()> {
+    let irq = channel.irq;
+    let spi = irq.checked_sub(32).ok_or(FdtError::NotAnSpi { irq })?;
+    let node = fdt.begin_node(&format!("ivc@{:x}", channel.window.base))?;
+    fdt.property_string("compatible", "partita,ivc")?;
+    fdt.property_array_u64("reg", &[channel.window.base, channel.window.size])?;
+    fdt.property_array_u32("interrupts", &[GIC_SPI, spi, IRQ_TYPE_EDGE_RISING])?;
+    fdt.property_string("label", channel.name)?;
+    fdt.property_u32("partita,channel", channel.id as u32)?;
+    fdt.property_u32("partita,member", channel.member as u32)?;
+    if channel.access == Access::ReadOnly {
+        fdt.property_null("read-only")?;
+    }
+    fdt.end_node(node)?;
+    Ok(())
+}
+
 fn chosen_and_aliases(fdt: &mut FdtWriter, vm: &VmConfig, rng_seed: &[u8; 32]) -> Result<()> {
     let uarts: Vec<String> = vm
         .devices
@@ -343,7 +373,7 @@ mod tests {
     const SEED: [u8; 32] = [7; 32];
 
     fn blob(vm: &VmConfig) -> Vec<u8> {
-        guest_fdt(vm, &QEMU_VIRT, &SEED).unwrap()
+        guest_fdt(vm, &[], &QEMU_VIRT, &SEED).unwrap()
     }
 
     fn cells(fdt: &Fdt, path: &str, name: &str) -> Vec<u32> {
@@ -361,6 +391,44 @@ mod tests {
             .filter(|s| !s.is_empty())
             .map(|s| core::str::from_utf8(s).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn channels_are_described_with_their_doorbell_and_access() {
+        let channels = [
+            VmChannel {
+                id: 3,
+                member: 1,
+                name: "telemetry",
+                window: crate::board::Region::new(0x5000_0000, 0x1_0000),
+                phys: Some(0x7000_0000),
+                access: Access::ReadOnly,
+                irq: 64,
+            },
+            VmChannel {
+                id: 4,
+                member: 0,
+                name: "cmd",
+                window: crate::board::Region::new(0x5001_0000, 0x1000),
+                phys: Some(0x7001_0000),
+                access: Access::ReadWrite,
+                irq: 65,
+            },
+        ];
+        let b = guest_fdt(&probe_vm(), &channels, &QEMU_VIRT, &SEED).unwrap();
+        let fdt = Fdt::new(&b).unwrap();
+        let ro = "/ivc@50000000";
+        assert_eq!(strings_of(&fdt, ro, "compatible"), ["partita,ivc"]);
+        assert_eq!(cells(&fdt, ro, "reg"), [0, 0x5000_0000, 0, 0x1_0000]);
+        assert_eq!(cells(&fdt, ro, "interrupts"), [0, 32, 1]);
+        assert_eq!(cells(&fdt, ro, "partita,channel"), [3]);
+        assert_eq!(cells(&fdt, ro, "partita,member"), [1]);
+        assert_eq!(strings_of(&fdt, ro, "label"), ["telemetry"]);
+        assert!(fdt.find_node(ro).unwrap().property("read-only").is_some());
+        let rw = fdt.find_node("/ivc@50010000").unwrap();
+        assert!(rw.property("read-only").is_none());
+        assert_eq!(cells(&fdt, "/ivc@50010000", "interrupts"), [0, 33, 1]);
+        assert!(blob(&probe_vm()).len() < b.len());
     }
 
     #[test]
@@ -462,12 +530,12 @@ mod tests {
     #[test]
     fn a_stamped_tree_is_the_tree_written_with_that_seed() {
         let vm = probe_vm();
-        let template = GuestFdt::new(&vm, &QEMU_VIRT).unwrap();
+        let template = GuestFdt::new(&vm, &[], &QEMU_VIRT).unwrap();
         assert_eq!(template.with_seed(&SEED), blob(&vm));
         let other: [u8; 32] = core::array::from_fn(|i| i as u8);
         assert_eq!(
             template.with_seed(&other),
-            guest_fdt(&vm, &QEMU_VIRT, &other).unwrap()
+            guest_fdt(&vm, &[], &QEMU_VIRT, &other).unwrap()
         );
     }
 
@@ -516,13 +584,13 @@ mod tests {
         let mut vm = probe_vm();
         vm.bootargs = "a\0b".into();
         assert!(matches!(
-            guest_fdt(&vm, &QEMU_VIRT, &SEED),
+            guest_fdt(&vm, &[], &QEMU_VIRT, &SEED),
             Err(FdtError::Writer(_))
         ));
         let mut vm = probe_vm();
         vm.bootargs = "x".repeat(DTB_SIZE as usize);
         assert!(matches!(
-            guest_fdt(&vm, &QEMU_VIRT, &SEED),
+            guest_fdt(&vm, &[], &QEMU_VIRT, &SEED),
             Err(FdtError::TooLarge { .. })
         ));
         let mut vm = probe_vm();
@@ -531,7 +599,7 @@ mod tests {
             irq: 5,
         };
         assert_eq!(
-            guest_fdt(&vm, &QEMU_VIRT, &SEED),
+            guest_fdt(&vm, &[], &QEMU_VIRT, &SEED),
             Err(FdtError::NotAnSpi { irq: 5 })
         );
     }

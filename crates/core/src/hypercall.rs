@@ -16,6 +16,12 @@ pub const PARTITA_VERSION: u32 = 0xc600_0000;
 /// Partita's counter read: x1 = VM index (configuration order), x2 = counter id
 /// (`counters::Counter`) -> x0 = SUCCESS and x1 = the value, or x0 = INVALID_PARAMETERS.
 pub const PARTITA_COUNTER: u32 = 0xc600_0001;
+/// Partita's doorbell: x1 = channel id (configuration order, the device tree's
+/// `partita,channel`) -> x0 = SUCCESS when every other member of the channel was rung;
+/// INVALID_PARAMETERS when the caller is not a member (or there is no such channel);
+/// DENIED with x1 = nanoseconds to wait when the caller rang sooner than the channel's
+/// `ring_interval_us` after its last accepted ring (nothing is queued: ring again then).
+pub const PARTITA_IVC_RING: u32 = 0xc600_0002;
 
 /// PSCI 1.1, as returned by PSCI_VERSION.
 pub const PSCI_VERSION_1_1: u64 = 0x0001_0001;
@@ -27,6 +33,7 @@ pub mod ret {
     pub const SUCCESS: u64 = 0;
     pub const NOT_SUPPORTED: u64 = -1i64 as u64;
     pub const INVALID_PARAMETERS: u64 = -2i64 as u64;
+    pub const DENIED: u64 = -3i64 as u64;
     pub const ALREADY_ON: u64 = -4i64 as u64;
     /// AFFINITY_INFO: the node is on.
     pub const AFFINITY_ON: u64 = 0;
@@ -66,6 +73,9 @@ pub enum Hypercall {
     PartitaCounter {
         vm: u64,
         counter: u64,
+    },
+    IvcRing {
+        channel: u64,
     },
     /// Any function ID Partita does not implement: the guest gets NOT_SUPPORTED.
     Unsupported {
@@ -110,8 +120,20 @@ pub fn decode(x: [u64; 4]) -> Hypercall {
             vm: x[1],
             counter: x[2],
         },
+        PARTITA_IVC_RING => Hypercall::IvcRing { channel: x[1] },
         function => Hypercall::Unsupported { function },
     }
+}
+
+/// What became of a doorbell ring, as the hypervisor decided it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ring {
+    /// Every other member of the channel was rung.
+    Rung,
+    /// The caller is not a member of that channel, or there is no such channel.
+    NotMember,
+    /// Too soon after the caller's last ring on the channel: `wait_ns` are left.
+    TooSoon { wait_ns: u64 },
 }
 
 /// Whether PSCI_FEATURES reports `function` as implemented.
@@ -147,12 +169,13 @@ impl Response {
 /// The response to HVC/SMC `#imm` with the guest's x0..x3, for a uniprocessor VM whose vCPU
 /// has MPIDR `own_mpidr`. SMCCC calls use immediate 0: any other is NOT_SUPPORTED.
 /// `read_counter(vm, counter)` answers PARTITA_COUNTER: the value, or `None` when that VM
-/// or counter does not exist.
+/// or counter does not exist; `ring(channel)` rings a doorbell for PARTITA_IVC_RING.
 pub fn respond(
     x: [u64; 4],
     imm: u16,
     own_mpidr: u64,
     read_counter: impl FnOnce(u64, u64) -> Option<u64>,
+    ring: impl FnOnce(u64) -> Ring,
 ) -> Response {
     let call = if imm == 0 {
         decode(x)
@@ -190,6 +213,14 @@ pub fn respond(
                 x1: Some(value),
             },
             None => Response::value(ret::INVALID_PARAMETERS),
+        },
+        Hypercall::IvcRing { channel } => match ring(channel) {
+            Ring::Rung => Response::value(ret::SUCCESS),
+            Ring::NotMember => Response::value(ret::INVALID_PARAMETERS),
+            Ring::TooSoon { wait_ns } => Response::Return {
+                x0: ret::DENIED,
+                x1: Some(wait_ns),
+            },
         },
         Hypercall::PsciFeatures { .. } | Hypercall::Unsupported { .. } => {
             Response::value(ret::NOT_SUPPORTED)
@@ -265,7 +296,7 @@ mod tests {
 
     #[test]
     fn unknown_ids_are_unsupported() {
-        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0002, 0x8000_0001, 0] {
+        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0003, 0x8000_0001, 0] {
             assert_eq!(
                 decode([id, 0, 0, 0]),
                 Hypercall::Unsupported {
@@ -290,6 +321,7 @@ mod tests {
             0x8400_0009,
             0x8000_0000,
             0xc600_0000,
+            0xc600_0002,
         ] {
             assert!(is_implemented(id), "{id:#x}");
         }
@@ -298,7 +330,13 @@ mod tests {
     #[test]
     fn responses_follow_the_contract() {
         let me = 0x8000_0000;
-        let respond0 = |x: [u64; 4]| respond(x, 0, me, |vm, c| (vm == 1 && c == 2).then_some(7));
+        let ring = |channel| match channel {
+            0 => Ring::Rung,
+            1 => Ring::TooSoon { wait_ns: 1500 },
+            _ => Ring::NotMember,
+        };
+        let respond0 =
+            |x: [u64; 4]| respond(x, 0, me, |vm, c| (vm == 1 && c == 2).then_some(7), ring);
         let value = |x0| Response::Return { x0, x1: None };
         assert_eq!(respond0([0x8400_0000, 0, 0, 0]), value(PSCI_VERSION_1_1));
         assert_eq!(
@@ -347,8 +385,20 @@ mod tests {
         );
         assert_eq!(respond0([0x1234, 0, 0, 0]), value(ret::NOT_SUPPORTED));
         assert_eq!(
-            respond([0x8400_0008, 0, 0, 0], 1, me, |_, _| None),
+            respond([0x8400_0008, 0, 0, 0], 1, me, |_, _| None, ring),
             value(ret::NOT_SUPPORTED)
+        );
+        assert_eq!(respond0([0xc600_0002, 0, 0, 0]), value(ret::SUCCESS));
+        assert_eq!(
+            respond0([0xc600_0002, 1, 0, 0]),
+            Response::Return {
+                x0: ret::DENIED,
+                x1: Some(1500)
+            }
+        );
+        assert_eq!(
+            respond0([0xc600_0002, 1 << 40, 0, 0]),
+            value(ret::INVALID_PARAMETERS)
         );
     }
 

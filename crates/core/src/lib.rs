@@ -20,6 +20,7 @@ pub mod counters;
 pub mod devices;
 pub mod fdt;
 pub mod hypercall;
+pub mod ivc;
 pub mod sched;
 #[cfg(test)]
 mod test_rng;
