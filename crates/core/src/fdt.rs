@@ -273,7 +273,8 @@ fn device_node(fdt: &mut FdtWriter, device: &DeviceConfig) -> Result<()> {
 
 /// An inter-VM channel (`docs/ivc.md`): its window, its doorbell as an edge-triggered SPI,
 /// the channel id the doorbell hypercall takes, this VM's member index (which ring of the
-/// channel it writes) and `read-only` when the VM may only read it.
+/// channel it writes), the number of members (how many rings) and `read-only` when the VM
+/// may only read it.
 fn channel_node(fdt: &mut FdtWriter, channel: &VmChannel) -> Result<()> {
     let irq = channel.irq;
     let spi = irq.checked_sub(32).ok_or(FdtError::NotAnSpi { irq })?;
@@ -284,6 +285,7 @@ fn channel_node(fdt: &mut FdtWriter, channel: &VmChannel) -> Result<()> {
     fdt.property_string("label", channel.name)?;
     fdt.property_u32("partita,channel", channel.id as u32)?;
     fdt.property_u32("partita,member", channel.member as u32)?;
+    fdt.property_u32("partita,members", channel.members as u32)?;
     if channel.access == Access::ReadOnly {
         fdt.property_null("read-only")?;
     }
@@ -399,6 +401,7 @@ mod tests {
             VmChannel {
                 id: 3,
                 member: 1,
+                members: 2,
                 name: "telemetry",
                 window: crate::board::Region::new(0x5000_0000, 0x1_0000),
                 phys: Some(0x7000_0000),
@@ -408,6 +411,7 @@ mod tests {
             VmChannel {
                 id: 4,
                 member: 0,
+                members: 3,
                 name: "cmd",
                 window: crate::board::Region::new(0x5001_0000, 0x1000),
                 phys: Some(0x7001_0000),
@@ -423,6 +427,7 @@ mod tests {
         assert_eq!(cells(&fdt, ro, "interrupts"), [0, 32, 1]);
         assert_eq!(cells(&fdt, ro, "partita,channel"), [3]);
         assert_eq!(cells(&fdt, ro, "partita,member"), [1]);
+        assert_eq!(cells(&fdt, ro, "partita,members"), [2]);
         assert_eq!(strings_of(&fdt, ro, "label"), ["telemetry"]);
         assert!(fdt.find_node(ro).unwrap().property("read-only").is_some());
         let rw = fdt.find_node("/ivc@50010000").unwrap();

@@ -1,9 +1,11 @@
 //! Guest hypercalls (HVC #0 or SMC #0): PSCI acting on the calling VM only, SMCCC_VERSION and
 //! Partita's vendor-hypervisor calls, as decoded and answered by `partita_core::hypercall`.
 //!
-//! Results go to x0 (x1 for PARTITA_VERSION's version and PARTITA_COUNTER's value); other registers
-//! are left as the guest gave them. A call never reaches the physical firmware and never
-//! affects another VM (PARTITA_COUNTER only reads counters, of any VM).
+//! Results go to x0 (x1 for PARTITA_VERSION's version, PARTITA_COUNTER's value and a refused
+//! ring's wait); other registers are left as the guest gave them. A call never reaches the
+//! physical firmware and affects another VM only by PARTITA_IVC_RING, which raises the
+//! doorbells of the caller's peers on a channel it is a member of (PARTITA_COUNTER only
+//! reads counters, of any VM).
 
 use partita_core::counters::Counter;
 use partita_core::hypercall::{respond, Response};
@@ -16,19 +18,32 @@ use crate::vm::Vm;
 
 /// Handles the call in the vCPU's x0..x3; `imm` is the HVC/SMC immediate (SMCCC uses 0).
 pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
-    let regs = &mut vm.vcpu.regs.x;
-    match respond(
+    let regs = vm.vcpu.regs.x;
+    let mut local_ring = false;
+    let response = respond(
         [regs[0], regs[1], regs[2], regs[3]],
         imm,
         GUEST_MPIDR,
         counters_value,
-    ) {
+        |channel| {
+            let (ring, local) = vm.ring(channel);
+            local_ring = local;
+            ring
+        },
+    );
+    match response {
         Response::Return { x0, x1 } => {
+            let regs = &mut vm.vcpu.regs.x;
             regs[0] = x0;
             if let Some(x1) = x1 {
                 regs[1] = x1;
             }
-            Outcome::Resume
+            // A peer on this CPU was rung: the scheduler delivers it (and preempts for it).
+            if local_ring {
+                Outcome::Interrupt
+            } else {
+                Outcome::Resume
+            }
         }
         Response::PowerOff => Outcome::Stop(Stop::Clean),
         Response::Reset => Outcome::Reset,

@@ -20,6 +20,7 @@ mod heap;
 mod hypercall;
 mod inject;
 mod input;
+mod ivc;
 mod memory;
 mod panic;
 mod scheduler;
@@ -43,6 +44,7 @@ extern "C" fn primary_main(dtb: u64) -> ! {
     let system = system::init();
     arch::aarch64::gic::init_distributor(system.bundle.config.board.platform.board());
     input::init(&system.bundle.config);
+    ivc::init(&system.bundle.config);
     cpu::start_secondaries(system);
     cpu::run(0)
 }

@@ -21,7 +21,8 @@ use crate::vm::Vm;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Resume,
-    /// A physical interrupt made the vCPU exit: the CPU's scheduler handles it.
+    /// A physical interrupt made the vCPU exit, or it rang a doorbell of a VM on this CPU:
+    /// the CPU's scheduler handles it.
     Interrupt,
     /// WFI (already stepped over): the vCPU waits until an interrupt is pending for it.
     Wait,

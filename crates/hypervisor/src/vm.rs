@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 use partita_core::board::Board;
 use partita_core::bundle::VmImages;
-use partita_core::config::{EndAction, ResetAction, TimerMode, VmConfig};
+use partita_core::config::{Access, EndAction, ResetAction, TimerMode, VmConfig};
 use partita_core::fdt::GuestFdt;
 
 use crate::arch::aarch64::gic;
@@ -27,6 +27,7 @@ use crate::counters;
 use crate::devices::Devices;
 use crate::heap;
 use crate::input;
+use crate::ivc;
 use crate::memory::{self, GuestMemory};
 use crate::println;
 use crate::seed;
@@ -64,6 +65,10 @@ pub struct Vm {
     rebuild: Option<Rebuild>,
     /// The VM's device tree, written once; each boot stamps its own seed into a copy.
     fdt: GuestFdt,
+    /// Per channel it is a member of: the channel id and the doorbell INTID it receives.
+    doorbells: Vec<(usize, u32)>,
+    /// Its last accepted doorbell ring per channel id (the rate rule), kept across boots.
+    last_rings: Vec<Option<u64>>,
 }
 
 /// How a boot of a VM ended; each has its own policy in the configuration.
@@ -132,6 +137,22 @@ impl Vm {
                 panic!("vm {}: stage-2 map failed: {e:?}", config.name);
             }
         }
+        let channels = system.bundle.config.channels_of(&config.name);
+        for c in &channels {
+            let Some(phys) = c.phys else {
+                panic!(
+                    "vm {}: channel {} has no physical memory",
+                    config.name, c.name
+                );
+            };
+            let read_only = c.access == Access::ReadOnly;
+            if let Err(e) = stage2.map_channel(c.window.base, phys, c.window.size, read_only) {
+                panic!(
+                    "vm {}: stage-2 map of channel {} failed: {e:?}",
+                    config.name, c.name
+                );
+            }
+        }
         let board = system.bundle.config.board.platform.board();
         let mut forwarded = config.irqs.clone();
         if config.timer == TimerMode::Physical {
@@ -155,8 +176,10 @@ impl Vm {
             timer_ppi_active: false,
             vcpu: Vcpu::new(0, 0, physical_timer),
             rebuild: None,
-            fdt: GuestFdt::new(config, board)
+            fdt: GuestFdt::new(config, &channels, board)
                 .unwrap_or_else(|e| panic!("vm {}: device tree: {e}", config.name)),
+            doorbells: channels.iter().map(|c| (c.id, c.irq)).collect(),
+            last_rings: alloc::vec![None; ivc::channel_count()],
         };
         vm.load();
         for &intid in &vm.forwarded {
@@ -262,6 +285,27 @@ impl Vm {
         if intid >= gic::PRIVATE_IRQS && self.config.irqs.contains(&intid) {
             gic::set_spi_pending(self.board, intid);
         }
+    }
+
+    /// The VM rings `channel` (PARTITA_IVC_RING): the outcome, and whether a peer on this
+    /// CPU must be given its doorbell now.
+    pub fn ring(&mut self, channel: u64) -> (partita_core::hypercall::Ring, bool) {
+        let cpu = self.config.cpus.first().copied().unwrap_or(0);
+        ivc::ring(self.index, cpu, channel, &mut self.last_rings)
+    }
+
+    /// Raises the doorbells rung for the VM (bit `c`: channel `c`) in its virtual GIC; true
+    /// when one was raised.
+    pub fn receive_doorbells(&mut self, rung: u64) -> bool {
+        let mut raised = false;
+        for &(channel, irq) in &self.doorbells {
+            if rung & (1 << channel) != 0 {
+                self.vgic.inject(irq);
+                counters::injected(self.index);
+                raised = true;
+            }
+        }
+        raised
     }
 
     /// The physical interrupts forwarded to it besides its virtual timer.

@@ -5,6 +5,7 @@
 //! `rt.samples=<n>`: the real-time task powers off after `n` samples (default: never).
 //! `tick=physical`: the tick is the EL1 physical timer instead of the virtual one.
 //! `bench=...` and `bench.*=...`: the benchmarks run instead of the demo (`bench::args`).
+//! `ivc=...` and `ivc.*=...`: the IVC task's mode (`ivc_demo::Options`).
 
 use crate::bench::Selection;
 use crate::timer::Source;
@@ -20,12 +21,16 @@ pub struct BootArgs {
 
 impl BootArgs {
     pub fn from_fdt(fdt: &Fdt<'_>) -> Self {
-        let line = fdt
-            .find_node("/chosen")
+        Self::parse(Self::line(fdt))
+    }
+
+    /// The whole line (empty without one), for modules with options of their own
+    /// (`ivc_demo::Options`).
+    pub fn line<'a>(fdt: &Fdt<'a>) -> &'a str {
+        fdt.find_node("/chosen")
             .and_then(|chosen| chosen.property("bootargs"))
             .and_then(|property| property.as_str())
-            .unwrap_or("");
-        Self::parse(line)
+            .unwrap_or("")
     }
 
     fn parse(line: &str) -> Self {

@@ -97,6 +97,18 @@ pub fn spawn(
     stack_words: usize,
     priority: u64,
 ) -> Result<Task, OutOfMemory> {
+    spawn_with(entry, name, stack_words, priority, ptr::null_mut())
+}
+
+/// Creates a task like `spawn` whose entry receives `parameter` (a value, never a pointer
+/// the task would dereference).
+pub fn spawn_with(
+    entry: TaskEntry,
+    name: &'static CStr,
+    stack_words: usize,
+    priority: u64,
+    parameter: *mut c_void,
+) -> Result<Task, OutOfMemory> {
     let mut handle = ptr::null_mut();
     // SAFETY: `name` is a static NUL-terminated string, `handle` a valid out-pointer; the
     // entry never returns (every task of this guest loops forever).
@@ -105,7 +117,7 @@ pub fn spawn(
             entry,
             name.as_ptr(),
             stack_words,
-            ptr::null_mut(),
+            parameter,
             priority,
             &mut handle,
         )
@@ -133,6 +145,13 @@ pub fn scheduler_started() -> bool {
 pub fn delay_ms(ms: u64) {
     // SAFETY: called from task context only.
     unsafe { vTaskDelay(ms * TICK_RATE_HZ / 1000) }
+}
+
+/// Blocks the calling task for good (a task must never return).
+pub fn delay_forever() -> ! {
+    loop {
+        delay_ms(1000);
+    }
 }
 
 /// Blocks until the task's notification is given; returns how many gives it consumed.

@@ -2,7 +2,8 @@
 //!
 //! It owns the distributor enable, finding and waking this CPU's redistributor, the
 //! configuration of a private interrupt (group, priority, enable) in the redistributor's
-//! SGI frame, and the CPU interface through the ICC_* system registers. Acknowledge and
+//! SGI frame and of a shared peripheral interrupt (group, priority, trigger, route, enable)
+//! in the distributor, and the CPU interface through the ICC_* system registers. Acknowledge and
 //! end-of-interrupt belong to the FreeRTOS port (portASM.S); this module never touches them.
 
 use aarch64_cpu::registers::{Readable, MPIDR_EL1};
@@ -30,6 +31,14 @@ const WAKER_CHILDREN_ASLEEP: u32 = 1 << 2;
 const GICR_IGROUPR0: usize = 0x0080;
 const GICR_ISENABLER0: usize = 0x0100;
 const GICR_IPRIORITYR: usize = 0x0400;
+/// Distributor registers for SPIs (12.9): one bit, two bits, a byte or a doubleword each.
+const GICD_IGROUPR: usize = 0x0080;
+const GICD_ISENABLER: usize = 0x0100;
+const GICD_IPRIORITYR: usize = 0x0400;
+const GICD_ICFGR: usize = 0x0c00;
+const GICD_IROUTER: usize = 0x6000;
+/// The SPIs QEMU `virt` and Partita implement: INTIDs 32..1019 at most.
+const SPI_RANGE: core::ops::Range<u32> = 32..1020;
 
 /// Why the GIC could not be set up.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +49,8 @@ pub enum GicError {
     NotAPpi(u32),
     /// The INTID is not a software-generated interrupt.
     NotAnSgi(u32),
+    /// The INTID is not a shared peripheral interrupt.
+    NotAnSpi(u32),
 }
 
 impl fmt::Display for GicError {
@@ -48,12 +59,14 @@ impl fmt::Display for GicError {
             Self::NoRedistributor => f.write_str("no redistributor matches this CPU's MPIDR"),
             Self::NotAPpi(intid) => write!(f, "INTID {intid} is not a PPI"),
             Self::NotAnSgi(intid) => write!(f, "INTID {intid} is not an SGI"),
+            Self::NotAnSpi(intid) => write!(f, "INTID {intid} is not an SPI"),
         }
     }
 }
 
 /// This CPU's view of the GIC.
 pub struct Gic {
+    distributor: usize,
     redistributor: usize,
 }
 
@@ -76,7 +89,10 @@ impl Gic {
         write32(redistributor + GICR_WAKER, waker & !WAKER_PROCESSOR_SLEEP);
         while read32(redistributor + GICR_WAKER) & WAKER_CHILDREN_ASLEEP != 0 {}
         enable_cpu_interface();
-        Ok(Self { redistributor })
+        Ok(Self {
+            distributor,
+            redistributor,
+        })
     }
 
     /// Puts private interrupt `intid` in group 1 at `priority` and enables it.
@@ -94,6 +110,32 @@ impl Gic {
             return Err(GicError::NotAnSgi(intid));
         }
         self.enable_private(intid, priority);
+        Ok(())
+    }
+
+    /// Puts shared interrupt `intid` in group 1 at `priority`, edge-triggered, routed to this
+    /// CPU, and enables it.
+    pub fn enable_edge_spi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
+        if !SPI_RANGE.contains(&intid) {
+            return Err(GicError::NotAnSpi(intid));
+        }
+        let d = self.distributor;
+        let word = 4 * (intid as usize / 32);
+        let bit = 1u32 << (intid % 32);
+        write32(
+            d + GICD_IGROUPR + word,
+            read32(d + GICD_IGROUPR + word) | bit,
+        );
+        let priority_word = d + GICD_IPRIORITYR + (intid as usize & !3);
+        let shift = (intid % 4) * 8;
+        let priorities = read32(priority_word) & !(0xff << shift);
+        write32(priority_word, priorities | (u32::from(priority) << shift));
+        let config = d + GICD_ICFGR + 4 * (intid as usize / 16);
+        write32(config, read32(config) | (2 << (2 * (intid % 16))));
+        let mpidr = MPIDR_EL1.get();
+        let affinity = (mpidr & 0xff_ffff) | (((mpidr >> 32) & 0xff) << 32);
+        write64(d + GICD_IROUTER + 8 * intid as usize, affinity);
+        write32(d + GICD_ISENABLER + word, bit);
         Ok(())
     }
 
@@ -175,4 +217,9 @@ fn read64(address: usize) -> u64 {
 fn write32(address: usize, value: u32) {
     // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
     unsafe { asm!("str {v:w}, [{a}]", a = in(reg) address, v = in(reg) value, options(nostack)) };
+}
+
+fn write64(address: usize, value: u64) {
+    // SAFETY: only called on GIC registers inside the regions `Gic::init`'s caller vouched for.
+    unsafe { asm!("str {v}, [{a}]", a = in(reg) address, v = in(reg) value, options(nostack)) };
 }

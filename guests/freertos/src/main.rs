@@ -2,7 +2,8 @@
 //! `freertos-next` crate, ARM_AARCH64_SRE port at EL1) with a Rust application.
 //!
 //! The crate owns the port glue (start-up, vectors, GICv3, generic-timer tick, PL011) and
-//! the demo: a 1 ms real-time task measuring its dispatch latency and two background tasks.
+//! the demo: a 1 ms real-time task measuring its dispatch latency, two background tasks and,
+//! when the device tree names an inter-VM channel, the IVC task serving Linux over it.
 //! With `bench=` boot arguments the measurement suite's RTOS experiments (`bench`) run
 //! instead of the demo.
 //! One image runs natively on QEMU `virt` (entered at EL2, it drops to EL1 itself) and as a
@@ -19,6 +20,9 @@ mod console;
 mod demo;
 mod freertos;
 mod gic;
+mod heap;
+mod ivc;
+mod ivc_demo;
 mod pl011;
 mod platform;
 mod port;
@@ -39,6 +43,8 @@ const TASK_STACK_WORDS: usize = 4096;
 /// The real-time task outranks everything; the demo tasks share the lowest task level.
 const RT_PRIORITY: u64 = freertos::MAX_PRIORITIES - 1;
 const DEMO_PRIORITY: u64 = 1;
+/// The IVC task runs below the real-time task and above the demo tasks.
+const IVC_PRIORITY: u64 = 2;
 
 /// Entered from `boot.rs` at EL1h with interrupts masked, `dtb` as the loader passed it
 /// and `entry_el` the exception level the image was entered at.
@@ -82,11 +88,23 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
             psci::conduit_name()
         )),
     }
-    start(&platform, args.bench, args.tick)
+    let channel = ivc::ChannelInfo::find(&fdt);
+    let ivc_options = ivc_demo::Options::parse(BootArgs::line(&fdt));
+    start(
+        &platform,
+        args.bench,
+        args.tick,
+        channel.map(|c| (c, ivc_options)),
+    )
 }
 
 /// Sets up the interrupt controller and tick, creates the tasks and starts FreeRTOS.
-fn start(platform: &Platform, bench: Option<bench::Selection>, tick: timer::Source) -> ! {
+fn start(
+    platform: &Platform,
+    bench: Option<bench::Selection>,
+    tick: timer::Source,
+    channel: Option<(ivc::ChannelInfo, ivc_demo::Options)>,
+) -> ! {
     // SAFETY: the regions come from the device tree's arm,gic-v3 node, and the guest is the
     // only software programming the GIC at EL1.
     let gic = unsafe {
@@ -115,6 +133,7 @@ fn start(platform: &Platform, bench: Option<bench::Selection>, tick: timer::Sour
     port::configure_tick(tick_intid, timer::frequency());
     console::create_line_lock()
         .unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
+    let demo = bench.is_none();
     let spawned = match bench {
         Some(selection) => {
             gic.enable_sgi(sgi::INTID, sgi::PRIORITY)
@@ -124,6 +143,19 @@ fn start(platform: &Platform, bench: Option<bench::Selection>, tick: timer::Sour
         None => spawn_tasks(),
     };
     spawned.unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
+    if let Some((info, options)) = channel.filter(|_| demo) {
+        let channel = ivc::Channel::open(info, &gic)
+            .unwrap_or_else(|error| console::halt(format_args!("ivc: {error}")));
+        ivc::publish(channel);
+        let spawned = freertos::spawn_with(
+            ivc_demo::task,
+            c"ivc",
+            TASK_STACK_WORDS,
+            IVC_PRIORITY,
+            options.into_raw(),
+        );
+        spawned.unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
+    }
     freertos::start_scheduler();
     console::halt(format_args!("FreeRTOS scheduler returned"))
 }

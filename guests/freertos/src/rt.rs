@@ -9,6 +9,8 @@
 //! Once a second (every 1000 releases) it prints exactly one line:
 //! `rt: samples=<n> max_ns=<ns> mean_ns=<ns> misses=<n>` (cumulative since start-up).
 //! With a sample limit it prints the line once more at the limit and powers off.
+//! The figures are also published after every sample (`published`) for the IVC demo,
+//! which streams them to Linux.
 
 use crate::{console, freertos, port, psci, timer};
 use core::ffi::c_void;
@@ -20,6 +22,15 @@ static SAMPLE_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Powers the guest off after `samples` samples; call before the scheduler starts.
 pub fn limit_samples(samples: u64) {
     SAMPLE_LIMIT.store(samples, Ordering::Relaxed);
+}
+
+/// The latest cumulative figures, for readers in other tasks: samples, max_ns, mean_ns,
+/// misses. Written only by the real-time task.
+static PUBLISHED: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+
+/// The latest figures: (samples, max_ns, mean_ns, misses).
+pub fn published() -> [u64; 4] {
+    PUBLISHED.each_ref().map(|v| v.load(Ordering::Relaxed))
 }
 
 /// Releases between two report lines (one second at the 1 kHz tick).
@@ -81,6 +92,13 @@ pub extern "C" fn dispatch_latency_task(_: *mut c_void) {
         let latest_missed = started.saturating_sub(latest.expiry) >= period;
         stats.misses += (unhandled - 1) + u64::from(latest_missed);
         handled = latest.sequence;
+        for (slot, value) in
+            PUBLISHED
+                .iter()
+                .zip([stats.samples, stats.max_ns, stats.mean_ns(), stats.misses])
+        {
+            slot.store(value, Ordering::Relaxed);
+        }
         let second_over = handled >= next_report;
         if second_over {
             next_report += RELEASES_PER_REPORT;

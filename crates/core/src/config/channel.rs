@@ -96,6 +96,8 @@ pub struct VmChannel<'a> {
     pub id: usize,
     /// The VM's position among the channel's members (the ring layout of `docs/ivc.md`).
     pub member: usize,
+    /// How many VMs the channel joins.
+    pub members: usize,
     pub name: &'a str,
     pub window: Region,
     pub phys: Option<u64>,
@@ -112,6 +114,7 @@ impl SystemConfig {
                 found.push(VmChannel {
                     id,
                     member,
+                    members: c.members.len(),
                     name: &c.name,
                     window: c.window(m),
                     phys: c.phys,

@@ -5,4 +5,5 @@
 //! and fuzzed; the hypervisor maps the memory and injects the interrupts.
 
 pub mod doorbell;
+pub mod messages;
 pub mod ring;

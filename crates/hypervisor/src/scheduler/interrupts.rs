@@ -6,7 +6,9 @@
 //! deactivation ends them): the virtual timer's PPI to the loaded vCPU (only its CNTV runs),
 //! a passed-through EL1 physical timer's PPI and the destination table's SPIs to their VM.
 //! Consumed (then deactivated): the EL2 timer (the scheduler's next event), the maintenance
-//! interrupt, console input and its kick SGI. This module must never forward an interrupt to
+//! interrupt, console input and its kick SGI, and the doorbell SGI. Doorbells rung for this
+//! CPU's VMs (by another CPU's SGI or by a VM of this CPU) are raised in their virtual GICs
+//! after the physical interrupts. This module must never forward an interrupt to
 //! a VM that does not own it.
 
 use partita_core::board::Board;
@@ -14,6 +16,7 @@ use partita_core::board::Board;
 use super::CpuScheduler;
 use crate::arch::aarch64::{gic, timer};
 use crate::input;
+use crate::ivc;
 
 impl CpuScheduler {
     /// Handles every pending physical interrupt; true when the scheduler must decide again
@@ -49,6 +52,9 @@ impl CpuScheduler {
         if input {
             woke |= self.deliver_input();
         }
+        if ivc::cpu_has_pending(self.cpu) {
+            woke |= self.deliver_doorbells();
+        }
         let now = timer::now();
         if decide || (woke && self.queue.should_preempt(now)) {
             return true;
@@ -67,6 +73,21 @@ impl CpuScheduler {
         self.vms
             .iter()
             .position(|vm| vm.forwarded().contains(&intid))
+    }
+
+    /// Raises the doorbells rung for this CPU's VMs; wakes a blocked VM that now has an
+    /// interrupt to take. True when one was woken.
+    fn deliver_doorbells(&mut self) -> bool {
+        let mut woke = false;
+        for at in 0..self.vms.len() {
+            let vm = &mut self.vms[at];
+            let rung = ivc::take(vm.index());
+            if rung != 0 && vm.receive_doorbells(rung) && vm.vgic.has_deliverable() {
+                self.wake(at);
+                woke = true;
+            }
+        }
+        woke
     }
 
     /// Moves console input into every VM's UART; wakes a blocked VM that now has an
@@ -93,6 +114,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
     gic::enable(board, board.timer_hyp_irq);
     gic::enable(board, board.maintenance_irq);
     gic::enable(board, input::KICK_SGI);
+    gic::enable(board, ivc::DOORBELL_SGI);
     if cpu == 0 {
         gic::enable(board, board.uart_irq);
     }

@@ -104,6 +104,14 @@ impl Semaphore {
         unsafe { xQueueSemaphoreTake(self.0, PORT_MAX_DELAY) == PD_TRUE }
     }
 
+    /// Takes the semaphore, waiting at most `ms` milliseconds (task context); false on a
+    /// timeout.
+    pub fn take_ms(self, ms: u64) -> bool {
+        let ticks = (ms * super::TICK_RATE_HZ / 1000).max(1);
+        // SAFETY: the handle is a live semaphore.
+        unsafe { xQueueSemaphoreTake(self.0, ticks) == PD_TRUE }
+    }
+
     /// Gives the semaphore (task context); false if it was already full.
     pub fn give(self) -> bool {
         // SAFETY: the handle is a live semaphore; a give carries no item.

@@ -4,9 +4,9 @@
 //! The IPA space is 40 bits (VTCR_EL2.T0SZ = 24) walked from level 0 (which needs a CPU
 //! with at least 44-bit physical addresses, as Cortex-A72 and QEMU's max have) with 4 KiB granules;
 //! `aarch64-paging` uses 2 MiB and 1 GiB blocks wherever both addresses are aligned. Only a
-//! VM's memory regions are mapped: device windows stay unmapped so every access traps. This
-//! module must never map Partita's own memory or another VM's memory; callers pass only the
-//! validated regions of one VM.
+//! VM's memory regions and the inter-VM channels it is a member of are mapped: device windows
+//! stay unmapped so every access traps. This module must never map Partita's own memory or
+//! another VM's memory; callers pass only the validated regions and channels of one VM.
 
 use core::arch::asm;
 
@@ -43,6 +43,15 @@ const GUEST_RAM: Stage2Attributes = Stage2Attributes::VALID
     .union(Stage2Attributes::S2AP_ACCESS_RW)
     .union(Stage2Attributes::ACCESS_FLAG);
 
+/// An inter-VM channel: normal memory like RAM but never executable, read-write or
+/// read-only as the configuration gives the VM (a write to a read-only channel is a
+/// stage-2 permission fault, reflected as a data abort).
+const CHANNEL_RW: Stage2Attributes = GUEST_RAM.union(Stage2Attributes::XN);
+const CHANNEL_RO: Stage2Attributes = GUEST_RAM
+    .difference(Stage2Attributes::S2AP_ACCESS_RW)
+    .union(Stage2Attributes::S2AP_ACCESS_RO)
+    .union(Stage2Attributes::XN);
+
 /// One VM's stage-2 tables and its VMID.
 pub struct Stage2Map {
     mapping: Mapping<IdTranslation<Stage2Attributes>, Stage2>,
@@ -68,6 +77,24 @@ impl Stage2Map {
             &range,
             PhysicalAddress(phys as usize),
             GUEST_RAM,
+            Constraints::empty(),
+        )
+    }
+
+    /// Maps the `size` bytes of a channel at `ipa` to `phys`, read-only when `read_only`.
+    pub fn map_channel(
+        &mut self,
+        ipa: u64,
+        phys: u64,
+        size: u64,
+        read_only: bool,
+    ) -> Result<(), MapError> {
+        let range = MemoryRegion::new(ipa as usize, (ipa + size) as usize);
+        let attributes = if read_only { CHANNEL_RO } else { CHANNEL_RW };
+        self.mapping.map_range(
+            &range,
+            PhysicalAddress(phys as usize),
+            attributes,
             Constraints::empty(),
         )
     }
