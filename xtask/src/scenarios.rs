@@ -8,7 +8,7 @@
 //! is the success. Adding a scenario is adding a row to `SCENARIOS`; running them is
 //! `suite`'s job.
 
-use crate::qemu::Cpu;
+use crate::qemu::{Clock, Cpu};
 
 /// A line pattern the console must show, must not show, or show an exact number of times.
 #[derive(Clone, Copy, Debug)]
@@ -86,6 +86,17 @@ pub struct Scenario {
     pub end: End,
     pub timeout_secs: u64,
     pub expect: &'static [Expect],
+}
+
+impl Scenario {
+    /// The clock QEMU runs the scenario with.
+    pub fn clock(&self) -> Clock {
+        if self.icount {
+            Clock::Counted
+        } else {
+            Clock::Host
+        }
+    }
 }
 
 const PROBE_PASSED: &str = "[probe] probe: all * checks passed";

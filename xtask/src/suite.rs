@@ -258,24 +258,22 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
             let config = paths::shown(&root().join(config));
             let system = build::boot_image(&config, &image, scenario.job)?;
             let machine = Machine {
-                image: &image,
                 cpu: scenario.cpu,
                 cpus: system.config.board.cpus,
-                icount: scenario.icount,
+                clock: scenario.clock(),
                 gdb: false,
             };
-            Ok(machine.command())
+            Ok(machine.command(&image))
         }
         Boot::NativeFreertos(bootargs) => {
             let image = paths::guest_image("freertos");
             let machine = Machine {
-                image: &image,
                 cpu: scenario.cpu,
                 cpus: 1,
-                icount: scenario.icount,
+                clock: scenario.clock(),
                 gdb: false,
             };
-            let mut cmd = machine.command();
+            let mut cmd = machine.command(&image);
             cmd.args(["-append", bootargs]);
             Ok(cmd)
         }
@@ -283,8 +281,8 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
             let guest = linux::prepare(&paths::cache_dir())?;
             let bootargs = linux::bootargs(scenario.job, &[])?;
             let options = linux::NativeOptions {
-                icount: scenario.icount,
-                ..linux::NativeOptions::default()
+                clock: scenario.clock(),
+                no_reboot: false,
             };
             Ok(linux::native_command(&guest, &bootargs, &options))
         }

@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use super::console::{clean, BEGIN};
 use super::matrix::{beside_bootargs, freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
 use crate::process::{self, Ending};
-use crate::qemu::{Cpu, Machine};
+use crate::qemu::{Clock, Cpu, Machine};
 use crate::{build, linux, paths, xen};
 
 /// Progress over every experiment of the benchmark.
@@ -65,7 +65,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
             let guest = linux::prepare(cache)?;
             let bootargs = linux::bootargs(Some(job), &[])?;
             let options = linux::NativeOptions {
-                icount: true,
+                clock: Clock::Counted,
                 no_reboot: true,
             };
             Ok(linux::native_command(&guest, &bootargs, &options))
@@ -112,7 +112,9 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 .len();
             let layout = xen::Dom0Layout::after_kernel(kernel_size);
             let bootargs = xen::dom0_bootargs(Some(job))?;
-            let options = xen::XenOptions { icount: true };
+            let options = xen::XenOptions {
+                clock: Clock::Counted,
+            };
             Ok(xen::command(
                 &hypervisor.binary,
                 &guest,
@@ -134,13 +136,12 @@ pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
 
 fn machine(image: &Path, cpus: u8) -> Command {
     Machine {
-        image,
         cpu: Cpu::CortexA72,
         cpus,
-        icount: true,
+        clock: Clock::Counted,
         gdb: false,
     }
-    .command()
+    .command(image)
 }
 
 /// A finished boot: how QEMU ended and everything it printed (stdout, then stderr).
