@@ -8,6 +8,7 @@
 mod bench;
 mod build;
 mod config;
+mod conversation;
 mod elf;
 mod fuzz;
 mod hostile;
@@ -175,7 +176,8 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         Task::Setup => setup::setup()?,
         Task::Build(config) => {
             build::binaries()?;
-            build::boot_image(&config.file(), &paths::boot_image(), None)?;
+            let console = build::ConsoleUse::AsConfigured { log_dir: None };
+            build::boot_image(&config.file(), &paths::boot_image(), None, &console)?;
         }
         Task::Run {
             xen: true,
@@ -260,7 +262,19 @@ struct RunOptions {
 fn run(config: &Path, job: Option<&str>, options: &RunOptions) -> Result<ExitCode> {
     build::binaries()?;
     let image = paths::boot_image();
-    let system = build::boot_image(config, &image, job)?;
+    let console = match job {
+        Some(_) => build::ConsoleUse::AllTagged,
+        None => build::ConsoleUse::AsConfigured {
+            log_dir: Some(paths::run_logs()),
+        },
+    };
+    let system = build::boot_image(config, &image, job, &console)?;
+    if job.is_none() {
+        step(format!(
+            "each VM's whole output goes to {}/<vm>.log",
+            paths::shown(&paths::run_logs()).display()
+        ));
+    }
     let machine = Machine {
         cpu: options.cpu,
         cpus: system.config.board.cpus,
@@ -359,7 +373,10 @@ fn run_qemu(mut cmd: Command, timeout: Option<u64>) -> Result<ExitCode> {
 fn debug(config: &Path, cpu: Cpu) -> Result<ExitCode> {
     build::binaries()?;
     let image = paths::boot_image();
-    let system = build::boot_image(config, &image, None)?;
+    let console = build::ConsoleUse::AsConfigured {
+        log_dir: Some(paths::run_logs()),
+    };
+    let system = build::boot_image(config, &image, None, &console)?;
     let machine = Machine {
         cpu,
         cpus: system.config.board.cpus,

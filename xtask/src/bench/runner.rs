@@ -15,9 +15,10 @@ use anyhow::{Context, Result};
 
 use super::console::{clean, BEGIN};
 use super::matrix::{beside_bootargs, freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
+use crate::build::{self, ConsoleUse};
 use crate::process::{self, Ending};
 use crate::qemu::{Clock, Cpu, Machine};
-use crate::{build, linux, paths, xen};
+use crate::{linux, paths, xen};
 
 /// Progress over every experiment of the benchmark.
 pub struct Progress {
@@ -85,12 +86,17 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 .replace("{bootargs}", freertos_bootargs(mode));
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
             let image = dir.join("partita.img");
-            let system = build::boot_image(&config, &image, None)?;
+            let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
             Ok(machine(&image, system.config.board.cpus))
         }
         Boot::Partita(config) => {
             let image = paths::build_dir().join("bench").join("partita.img");
-            let system = build::boot_image(&paths::root().join(config), &image, Some(job))?;
+            let system = build::boot_image(
+                &paths::root().join(config),
+                &image,
+                Some(job),
+                &ConsoleUse::AllTagged,
+            )?;
             Ok(machine(&image, system.config.board.cpus))
         }
         Boot::Beside { config, load } => {
@@ -101,6 +107,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 &image,
                 Some(&load.job()),
                 Some((BESIDE_RTOS_VM, &bootargs)),
+                &ConsoleUse::AllTagged,
             )?;
             Ok(machine(&image, system.config.board.cpus))
         }
