@@ -15,9 +15,10 @@ use anyhow::{Context, Result};
 
 use super::console::{clean, BEGIN};
 use super::matrix::{beside_bootargs, freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
+use crate::build::{self, ConsoleUse};
 use crate::process::{self, Ending};
-use crate::qemu::{Cpu, Machine};
-use crate::{build, linux, paths, xen};
+use crate::qemu::{Clock, Cpu, Machine};
+use crate::{linux, paths, xen};
 
 /// Progress over every experiment of the benchmark.
 pub struct Progress {
@@ -65,7 +66,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
             let guest = linux::prepare(cache)?;
             let bootargs = linux::bootargs(Some(job), &[])?;
             let options = linux::NativeOptions {
-                icount: true,
+                clock: Clock::Counted,
                 no_reboot: true,
             };
             Ok(linux::native_command(&guest, &bootargs, &options))
@@ -85,12 +86,17 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 .replace("{bootargs}", freertos_bootargs(mode));
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
             let image = dir.join("partita.img");
-            let system = build::boot_image(&config, &image, None)?;
+            let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
             Ok(machine(&image, system.config.board.cpus))
         }
         Boot::Partita(config) => {
             let image = paths::build_dir().join("bench").join("partita.img");
-            let system = build::boot_image(&paths::root().join(config), &image, Some(job))?;
+            let system = build::boot_image(
+                &paths::root().join(config),
+                &image,
+                Some(job),
+                &ConsoleUse::AllTagged,
+            )?;
             Ok(machine(&image, system.config.board.cpus))
         }
         Boot::Beside { config, load } => {
@@ -101,6 +107,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 &image,
                 Some(&load.job()),
                 Some((BESIDE_RTOS_VM, &bootargs)),
+                &ConsoleUse::AllTagged,
             )?;
             Ok(machine(&image, system.config.board.cpus))
         }
@@ -112,7 +119,9 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 .len();
             let layout = xen::Dom0Layout::after_kernel(kernel_size);
             let bootargs = xen::dom0_bootargs(Some(job))?;
-            let options = xen::XenOptions { icount: true };
+            let options = xen::XenOptions {
+                clock: Clock::Counted,
+            };
             Ok(xen::command(
                 &hypervisor.binary,
                 &guest,
@@ -134,13 +143,12 @@ pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
 
 fn machine(image: &Path, cpus: u8) -> Command {
     Machine {
-        image,
         cpu: Cpu::CortexA72,
         cpus,
-        icount: true,
+        clock: Clock::Counted,
         gdb: false,
     }
-    .command()
+    .command(image)
 }
 
 /// A finished boot: how QEMU ended and everything it printed (stdout, then stderr).

@@ -5,6 +5,7 @@
 //! It only builds commands and strings; running them is the caller's business.
 
 use crate::linux::{self, LinuxGuest};
+use crate::qemu::{Clock, Machine};
 use anyhow::Result;
 use std::path::Path;
 use std::process::Command;
@@ -59,10 +60,9 @@ impl Dom0Layout {
 }
 
 /// How to run QEMU for a Xen boot.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct XenOptions {
-    /// Deterministic virtual time: 1 instruction = 1 ns, fixed seed and RTC.
-    pub icount: bool,
+    pub clock: Clock,
 }
 
 /// dom0's kernel command line: the native one with the console on `hvc0`
@@ -90,15 +90,10 @@ pub fn command(
         layout.initrd,
         escape(&guest.initramfs.to_string_lossy())
     );
-    let mut command = Command::new("qemu-system-aarch64");
+    let mut command = Machine::single(options.clock).command(xen);
     command
-        .args(["-M", "virt,virtualization=on,gic-version=3"])
-        .args(["-cpu", "cortex-a72", "-m", "4G", "-smp", "1", "-nographic"])
-        .arg("-kernel")
-        .arg(xen)
         .args(["-append", &XEN_CMDLINE.join(" ")])
         .args(["-device", &kernel, "-device", &initrd]);
-    command.args(crate::qemu::clock_args(options.icount));
     command
 }
 
@@ -140,7 +135,9 @@ mod tests {
             kernel: 0x4900_0000,
             initrd: 0x4b00_0000,
         };
-        let options = XenOptions { icount: true };
+        let options = XenOptions {
+            clock: Clock::Counted,
+        };
         let command = command(
             Path::new("cache/xen/xen-4.17-arm64"),
             &guest,
@@ -151,12 +148,13 @@ mod tests {
         assert_eq!(
             describe(&command),
             "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu cortex-a72 -m 4G \
-             -smp 1 -nographic -kernel cache/xen/xen-4.17-arm64 \
+             -smp 1 -nic none -nographic -semihosting-config enable=on,target=native \
+             -kernel cache/xen/xen-4.17-arm64 \
+             -icount shift=0,align=off,sleep=off -seed 1 -rtc base=2020-01-01T00:00:00,clock=vm \
              -append 'dom0_mem=2G,max:2G dom0_max_vcpus=1 maxcpus=1 bootscrub=0 console=dtuart \
              dtuart=/pl011@9000000 console_timestamps=boot' \
              -device 'guest-loader,addr=0x49000000,kernel=cache/linux/Image,bootargs=console=hvc0 nokaslr x=1,,2' \
-             -device guest-loader,addr=0x4b000000,initrd=cache/a,,b/initramfs.cpio \
-             -icount shift=0,align=off,sleep=off -seed 1 -rtc base=2020-01-01T00:00:00,clock=vm"
+             -device guest-loader,addr=0x4b000000,initrd=cache/a,,b/initramfs.cpio"
         );
     }
 }
