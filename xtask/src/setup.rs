@@ -18,14 +18,16 @@ use crate::qemu::{Clock, Machine};
 /// Debian packages the tool uses: QEMU, the cross compiler for C guests with the C library
 /// the automotive programs link statically (only a recommendation of the compiler, and
 /// recommendations are not installed), the debugger, the font the benchmark plots'
-/// text is drawn with, and the host C++ compiler that builds libFuzzer for `xtask fuzz`.
-pub const PACKAGES: [&str; 6] = [
+/// text is drawn with, the host C++ compiler that builds libFuzzer for `xtask fuzz`, and
+/// make, which builds the Linux guest's IVC module against Debian's kernel headers.
+pub const PACKAGES: [&str; 7] = [
     "qemu-system-arm",
     "gcc-aarch64-linux-gnu",
     "libc6-dev-arm64-cross",
     "gdb-multiarch",
     "fonts-dejavu-core",
     "g++",
+    "make",
 ];
 
 /// What is missing on this machine.
@@ -220,10 +222,12 @@ fn missing_file_hint(error: &str) -> String {
 /// Downloads and assembles the Linux guest (quick when the cache is current).
 fn prepare_guests() -> Result<()> {
     let guest = crate::linux::prepare(&crate::paths::cache_dir())?;
+    let with_ivc = crate::linux::prepare_ivc(&crate::paths::cache_dir(), &guest)?;
     step(format!(
-        "setup: Linux guest ready: {} and {}",
+        "setup: Linux guest ready: {} and {} ({} with the IVC module and command)",
         crate::paths::shown(&guest.kernel).display(),
-        crate::paths::shown(&guest.initramfs).display()
+        crate::paths::shown(&guest.initramfs).display(),
+        crate::paths::shown(&with_ivc).display()
     ));
     Ok(())
 }

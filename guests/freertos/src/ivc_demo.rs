@@ -1,7 +1,7 @@
 //! The IVC task: FreeRTOS's end of the channel to Linux (`docs/ivc.md`, "The demo").
 //!
-//! It always answers pings (`TAG_PING` -> `TAG_PONG`) and obeys commands (`TAG_COMMAND`:
-//! the sample period). Its mode comes from the boot arguments:
+//! It always answers pings (`TAG_PING` -> `TAG_PONG`), obeys commands (`TAG_COMMAND`: the
+//! sample period) and prints texts (`TAG_TEXT`). Its mode comes from the boot arguments:
 //! - `stream` (default): every period (100 ms, `ivc.period=<ms>`) it sends the real-time
 //!   task's figures (`TAG_SAMPLE`);
 //! - `ivc=exchange`: it sends `ivc.count` (default 10,000) checksummed test messages and
@@ -17,8 +17,8 @@
 use core::ffi::c_void;
 
 use partita_core::ivc::messages::{
-    check_test_message, test_message, Command, Sample, COMMAND_PERIOD, PERIOD_RANGE_MS,
-    TAG_COMMAND, TAG_PING, TAG_PONG, TAG_SAMPLE, TAG_TEST, TEST_MESSAGE,
+    check_test_message, test_message, Command, Sample, COMMAND_PERIOD, MAX_MESSAGE,
+    PERIOD_RANGE_MS, TAG_COMMAND, TAG_PING, TAG_PONG, TAG_SAMPLE, TAG_TEST, TAG_TEXT, TEST_MESSAGE,
 };
 use partita_core::ivc::ring::{Consumer, Message, Producer, RingError};
 
@@ -87,7 +87,7 @@ struct Service<'c> {
     /// The peer is waiting for a doorbell we could not ring yet (rate rule).
     owed_ring: bool,
     /// A pong that found the ring full, sent first next time.
-    pending_pong: Option<([u8; 16], usize)>,
+    pending_pong: Option<([u8; MAX_MESSAGE], usize)>,
     corrupt_reported: bool,
     next_sample: u64,
     // Exchange.
@@ -179,24 +179,31 @@ impl Service<'_> {
     fn run(&mut self) -> ! {
         loop {
             self.receive_all();
-            let busy = self.send_work();
+            let blocked = self.send_work();
             self.settle_ring();
-            let timeout_ms = if busy || self.owed_ring {
-                1
-            } else {
-                self.ms_to_next_sample()
-            };
+            if blocked || self.owed_ring {
+                // Our ring is full (or a ring was refused): give the CPU away for a tick
+                // rather than spin, so Linux can run and drain it.
+                self.channel.wait_ms(1);
+                continue;
+            }
             self.rx.set_waiting(true);
             if self.rx.is_empty() {
-                self.channel.wait_ms(timeout_ms);
+                self.channel.wait_ms(self.ms_to_next_sample());
             }
             self.rx.set_waiting(false);
         }
     }
 
     fn receive_all(&mut self) {
-        let mut buf = [0u8; 256];
+        let mut buf = [0u8; MAX_MESSAGE];
         loop {
+            // A pong the ring refused goes first; until it is out, pings wait in Linux's
+            // ring (flow control, nothing dropped).
+            self.send_pong();
+            if self.pending_pong.is_some() {
+                return;
+            }
             match self.rx.pop(&mut buf) {
                 Ok(Some(message)) => self.handle(message, &buf[..message.len]),
                 Ok(None) => return,
@@ -221,12 +228,14 @@ impl Service<'_> {
 
     fn handle(&mut self, message: Message, payload: &[u8]) {
         match message.tag {
-            TAG_PING if payload.len() <= 16 => {
-                let mut copy = [0u8; 16];
-                copy[..payload.len()].copy_from_slice(payload);
-                self.pending_pong = Some((copy, payload.len()));
-                self.send_pong();
-            }
+            TAG_PING => self.answer_ping(payload),
+            TAG_TEXT => match core::str::from_utf8(payload) {
+                Ok(text) => console::line(format_args!("ivc: text {text:?}")),
+                Err(_) => console::line(format_args!(
+                    "ivc: {} bytes of text, not UTF-8",
+                    payload.len()
+                )),
+            },
             TAG_PONG => self.pong_received(payload),
             TAG_COMMAND => match Command::decode(payload) {
                 Some(Command {
@@ -247,6 +256,15 @@ impl Service<'_> {
                 self.received += 1;
             }
             _ => {}
+        }
+    }
+
+    /// Echoes a ping, or keeps the pong for later when the ring is full.
+    fn answer_ping(&mut self, payload: &[u8]) {
+        if !self.push(TAG_PONG, payload) {
+            let mut copy = [0u8; MAX_MESSAGE];
+            copy[..payload.len()].copy_from_slice(payload);
+            self.pending_pong = Some((copy, payload.len()));
         }
     }
 
@@ -277,10 +295,10 @@ impl Service<'_> {
         }
     }
 
-    /// Sends what the mode asks; true when there is more to send right away.
+    /// Sends what the mode asks; true when our ring is full with more to send.
     fn send_work(&mut self) -> bool {
         self.send_pong();
-        match self.options.mode {
+        let more = match self.options.mode {
             Mode::Stream => {
                 if timer::now() >= self.next_sample {
                     self.send_sample();
@@ -289,7 +307,8 @@ impl Service<'_> {
             }
             Mode::Exchange => self.exchange(),
             Mode::Ping => self.ping(),
-        }
+        };
+        more || self.pending_pong.is_some()
     }
 
     fn send_sample(&mut self) {

@@ -120,6 +120,38 @@ pub fn download(dir: &Path, packages: &[String]) -> Result<Vec<Deb>> {
         .collect()
 }
 
+/// Downloads exact packages, each named `name:arch=version`, into `dir` (emptied first)
+/// and returns them in the order given. For what is not an arm64 guest package (the host
+/// half of a kernel build).
+pub fn download_exact(dir: &Path, specs: &[String]) -> Result<Vec<Deb>> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    println!("linux: apt-get download {}", specs.join(" "));
+    run(Command::new("apt-get")
+        .args(["-qq", "download"])
+        .args(specs)
+        .current_dir(dir))?;
+    let mut debs = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|ext| ext == "deb") {
+            debs.push(describe(&path)?);
+        }
+    }
+    specs
+        .iter()
+        .map(|spec| {
+            let name = spec.split(':').next().unwrap_or(spec);
+            debs.iter()
+                .find(|deb| deb.name == name)
+                .cloned()
+                .with_context(|| format!("apt-get download left no .deb for {spec}"))
+        })
+        .collect()
+}
+
 /// Unpacks `deb` into `dir` (emptied first).
 pub fn extract(deb: &Deb, dir: &Path) -> Result<()> {
     if dir.exists() {

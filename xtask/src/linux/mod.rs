@@ -9,12 +9,14 @@ pub mod apt;
 mod automotive;
 mod cpio;
 mod elf;
+mod ivc;
 mod kernel;
 mod libraries;
 mod manifest;
 mod qemu;
 mod rootfs;
 
+pub use ivc::prepare as prepare_ivc;
 pub use qemu::{bootargs, bootargs_on, job_bootarg, native_command, NativeOptions, MAX_BOOTARGS};
 
 use anyhow::{Context, Result};

@@ -15,6 +15,10 @@ pub const TAG_PING: u32 = 3;
 pub const TAG_PONG: u32 = 4;
 /// Either way, in the exchange test: `test_message`.
 pub const TAG_TEST: u32 = 5;
+/// Linux -> FreeRTOS: text FreeRTOS prints (`partita-ivc send`).
+pub const TAG_TEXT: u32 = 6;
+/// The longest message the demo's two ends exchange (pings in `partita-ivc bench`).
+pub const MAX_MESSAGE: usize = 4096;
 
 /// `Command::code`: set the sample period to `value` milliseconds.
 pub const COMMAND_PERIOD: u32 = 1;

@@ -1,0 +1,275 @@
+//! The Linux guest's end of Partita's inter-VM channels (`guests/linux/ivc/`): the
+//! `partita_ivc` kernel module, built at set-up time against Debian's headers for exactly
+//! the guest's kernel, and the `partita-ivc` command with its C library, cross-compiled
+//! as a static binary. They go to `/lib/partita/partita_ivc.ko` and `/usr/bin/partita-ivc`
+//! in a second cpio archive appended to the guest's initramfs (Linux unpacks concatenated
+//! archives in order, later files replacing earlier ones), whose `/init` is the guest's
+//! with one line that loads the module: `cache/linux-ivc/initramfs.cpio`, the initrd of
+//! the configurations with channels. The base initramfs in `cache/linux/` is left as it
+//! is, so systems without channels boot exactly what they did.
+//!
+//! Debian's arm64 headers package runs its build through `linux-kbuild-6.1`, whose tools
+//! (fixdep, modpost) are host programs: on this amd64 host the amd64 build of that package,
+//! of the same version, is unpacked beside the arm64 headers. Everything is downloaded and
+//! built under the directory given (inside the git-ignored cache); no built module is
+//! ever committed, and nothing is installed on the host.
+
+use super::apt::{self, Deb};
+use super::libraries::{Content, Placement};
+use super::rootfs::Rootfs;
+use super::LinuxGuest;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the files go in the initramfs (relative, no leading slash).
+const MODULE_PATH: &str = "lib/partita/partita_ivc.ko";
+const COMMAND_PATH: &str = "usr/bin/partita-ivc";
+
+/// Debian's cross compiler (the headers' Makefile calls `$(CROSS_COMPILE)gcc-12`).
+const CROSS_COMPILE: &str = "aarch64-linux-gnu-";
+
+/// Every source file, by name in `guests/linux/ivc/`.
+const SOURCES: [(&str, &str); 6] = [
+    ("Kbuild", include_str!("../../../guests/linux/ivc/Kbuild")),
+    (
+        "partita_ivc.c",
+        include_str!("../../../guests/linux/ivc/partita_ivc.c"),
+    ),
+    (
+        "partita_ivc_uapi.h",
+        include_str!("../../../guests/linux/ivc/partita_ivc_uapi.h"),
+    ),
+    (
+        "libpartita_ivc.h",
+        include_str!("../../../guests/linux/ivc/libpartita_ivc.h"),
+    ),
+    (
+        "libpartita_ivc.c",
+        include_str!("../../../guests/linux/ivc/libpartita_ivc.c"),
+    ),
+    (
+        "partita-ivc.c",
+        include_str!("../../../guests/linux/ivc/partita-ivc.c"),
+    ),
+];
+
+/// The line the overlay's /init gains, after the mounts, and where it goes.
+const LOAD_MODULE: &str =
+    "# Partita's inter-VM channels (docs/ivc.md): binds the device tree's partita,ivc nodes.\ninsmod /lib/partita/partita_ivc.ko\n";
+const AFTER: &str = "mount -t tmpfs -o mode=0755 tmpfs /run\n";
+
+/// Flags of the command's build (the library is compiled with it).
+const FLAGS: [&str; 8] = [
+    "-std=gnu11",
+    "-O2",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-static",
+    "-s",
+    "-o",
+];
+
+/// Every source, named, for the initramfs stamp.
+pub fn sources_text() -> String {
+    SOURCES
+        .iter()
+        .map(|(name, text)| format!("--- linux/ivc/{name}\n{text}"))
+        .collect()
+}
+
+/// Builds `cache/linux-ivc/initramfs.cpio` for `base` unless it is current; returns it.
+pub fn prepare(cache: &Path, base: &LinuxGuest) -> Result<PathBuf> {
+    let dir = cache.join("linux-ivc");
+    let initramfs = dir.join("initramfs.cpio");
+    let stamp = dir.join("prepared.stamp");
+    let base_stamp = std::fs::read_to_string(cache.join("linux").join("prepared.stamp"))
+        .context("the Linux guest is not prepared")?;
+    let text = format!("{base_stamp}{}", sources_text());
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(text.as_str()) && initramfs.is_file()
+    {
+        return Ok(initramfs);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let _ = std::fs::remove_file(&stamp);
+    let (name, version) = base
+        .versions
+        .iter()
+        .find(|(name, _)| name.starts_with("linux-image-"))
+        .context("the Linux guest's versions name no linux-image package")?;
+    let (placement, _) = build(&dir, name, version)?;
+    let mut overlay = Rootfs::new(&init_with_module(super::INIT)?);
+    overlay.add(&placement)?;
+    let overlay_path = dir.join("overlay.cpio");
+    overlay.write_cpio(&overlay_path)?;
+    let mut bytes = std::fs::read(&base.initramfs)
+        .with_context(|| format!("reading {}", base.initramfs.display()))?;
+    bytes.resize(bytes.len().next_multiple_of(4), 0);
+    bytes.extend(std::fs::read(&overlay_path)?);
+    std::fs::write(&initramfs, &bytes)
+        .with_context(|| format!("writing {}", initramfs.display()))?;
+    println!("linux: {} ({} bytes)", initramfs.display(), bytes.len());
+    std::fs::write(&stamp, text)?;
+    Ok(initramfs)
+}
+
+/// The guest's /init with the module loaded right after the file systems are mounted.
+fn init_with_module(init: &str) -> Result<String> {
+    if !init.contains(AFTER) {
+        bail!(
+            "guests/linux/init no longer mounts /run as `{}`",
+            AFTER.trim_end()
+        );
+    }
+    Ok(init.replacen(AFTER, &format!("{AFTER}\n{LOAD_MODULE}"), 1))
+}
+
+/// The headers and host build tools for kernel package `name` (`linux-image-*-arm64`)
+/// of `version`.
+fn build_packages(name: &str, version: &str) -> Result<Vec<String>> {
+    let release = name
+        .strip_prefix("linux-image-")
+        .context("the kernel package is not named linux-image-*")?;
+    let abi = release
+        .strip_suffix("-arm64")
+        .context("the kernel package is not an -arm64 flavour")?;
+    let series = abi.split('.').take(2).collect::<Vec<_>>().join(".");
+    let v = version;
+    Ok(vec![
+        format!("linux-headers-{release}:arm64={v}"),
+        format!("linux-headers-{abi}-common:all={v}"),
+        format!("linux-kbuild-{series}:amd64={v}"),
+    ])
+}
+
+/// Builds the module and the command under `dir` for kernel package `name` of `version`;
+/// returns where they go and the (package, version) of what they were built with.
+fn build(dir: &Path, name: &str, version: &str) -> Result<(Placement, Vec<(String, String)>)> {
+    if dir.join("src").exists() {
+        std::fs::remove_dir_all(dir.join("src"))?;
+    }
+    let sources = dir.join("src");
+    write_sources(&sources)?;
+    let debs = apt::download_exact(&dir.join("debs"), &build_packages(name, version)?)?;
+    let root = dir.join("kbuild");
+    if root.exists() {
+        std::fs::remove_dir_all(&root)?;
+    }
+    for deb in &debs {
+        unpack_into(deb, &root)?;
+    }
+    let headers = headers_dir(&root, &debs[0])?;
+    let module = build_module(&headers, &sources).context(
+        "building the partita_ivc module (are make and gcc-aarch64-linux-gnu installed? see `cargo xtask setup`)",
+    )?;
+    let command = sources.join("partita-ivc");
+    run(Command::new(format!("{CROSS_COMPILE}gcc"))
+        .args(FLAGS)
+        .arg(&command)
+        .arg(sources.join("partita-ivc.c"))
+        .arg(sources.join("libpartita_ivc.c")))?;
+    let mut placement = Placement::default();
+    placement
+        .files
+        .insert(MODULE_PATH.into(), Content::Copy(module));
+    placement
+        .files
+        .insert(COMMAND_PATH.into(), Content::Copy(command));
+    let versions = debs
+        .iter()
+        .map(|d| (d.name.clone(), d.version.clone()))
+        .collect();
+    Ok((placement, versions))
+}
+
+fn write_sources(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in SOURCES {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Unpacks `deb` into `root`, merging with what is there (the packages' trees overlap).
+fn unpack_into(deb: &Deb, root: &Path) -> Result<()> {
+    std::fs::create_dir_all(root)?;
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb.path).arg(root))
+}
+
+/// The arm64 headers' directory, its Makefile pointed at the unpacked common headers: the
+/// package includes them by their installed path, `/usr/src/...`.
+fn headers_dir(root: &Path, headers: &Deb) -> Result<PathBuf> {
+    let release = headers.name.trim_start_matches("linux-headers-");
+    let dir = root
+        .join("usr/src")
+        .join(format!("linux-headers-{release}"));
+    let makefile = dir.join("Makefile");
+    let text = std::fs::read_to_string(&makefile)
+        .with_context(|| format!("reading {}", makefile.display()))?;
+    let src = root.join("usr/src");
+    let patched = text.replace("/usr/src/", &format!("{}/", src.display()));
+    if patched == text {
+        bail!(
+            "{}: no /usr/src/ include to redirect; the headers package changed layout",
+            makefile.display()
+        );
+    }
+    std::fs::write(&makefile, patched)?;
+    Ok(dir)
+}
+
+fn build_module(headers: &Path, sources: &Path) -> Result<PathBuf> {
+    run(Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(headers)
+        .arg(format!("M={}", sources.display()))
+        .arg("ARCH=arm64")
+        .arg(format!("CROSS_COMPILE={CROSS_COMPILE}"))
+        .arg("modules"))?;
+    let module = sources.join("partita_ivc.ko");
+    if !module.is_file() {
+        bail!("make left no {}", module.display());
+    }
+    Ok(module)
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("starting {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed ({status})");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_build_packages_match_the_kernel_exactly() {
+        assert_eq!(
+            build_packages("linux-image-6.1.0-56-arm64", "6.1.192-2").unwrap(),
+            [
+                "linux-headers-6.1.0-56-arm64:arm64=6.1.192-2",
+                "linux-headers-6.1.0-56-common:all=6.1.192-2",
+                "linux-kbuild-6.1:amd64=6.1.192-2",
+            ]
+        );
+        assert!(build_packages("linux-image-6.1.0-56-cloud-amd64", "1").is_err());
+    }
+
+    #[test]
+    fn the_overlay_init_loads_the_module_after_the_mounts() {
+        let init = init_with_module(super::super::INIT).unwrap();
+        let mounted = init.find(AFTER).unwrap();
+        let loaded = init.find("insmod /lib/partita/partita_ivc.ko").unwrap();
+        let job = init.find("hex=$(job_hex)").unwrap();
+        assert!(mounted < loaded && loaded < job);
+        assert!(init_with_module("#!/bin/sh\n").is_err());
+    }
+}
