@@ -215,7 +215,7 @@ impl Service<'_> {
                 Err(error) => {
                     if !self.corrupt_reported {
                         console::line(format_args!(
-                            "ivc: Linux's ring is broken ({error:?}); emptied"
+                            "ivc: the peer's ring is broken ({error:?}); emptied"
                         ));
                         self.corrupt_reported = true;
                     }

@@ -14,6 +14,7 @@ mod calls;
 mod devices;
 mod forms;
 mod gic;
+mod ivc;
 pub mod lifecycle;
 mod memory;
 mod mmu;
@@ -126,6 +127,11 @@ pub const PROBES: &[Probe] = &[
     probe("pmu-counters",            Ignored,           sysregs::pmu),
     probe("icc-group0",              Emulated,          sysregs::icc_group0),
     probe("tlbi-dc-sw-storm",        Contained,         sysregs::maintenance_storm),
+    probe("ivc-ring-foreign",        Ignored,           ivc::ring_foreign),
+    probe("ivc-ring-storm",          Contained,         ivc::ring_storm),
+    probe("ivc-readonly-write",      AbortInjected,     ivc::readonly_write),
+    probe("ivc-outside-window",      AbortInjected,     ivc::outside_window),
+    probe("ivc-scribble-ring",       Contained,         ivc::scribble_ring),
 ];
 
 /// Times the whole table runs again, quietly, after the reported pass: the attacks then
