@@ -1,7 +1,8 @@
 //! The IVC task: FreeRTOS's end of the channel to Linux (`docs/ivc.md`, "The demo").
 //!
 //! It always answers pings (`TAG_PING` -> `TAG_PONG`), obeys commands (`TAG_COMMAND`: the
-//! sample period) and prints texts (`TAG_TEXT`). Its mode comes from the boot arguments:
+//! sample period, or a series of round trips of its own whose result it also sends back as
+//! `TAG_TEXT`) and prints texts (`TAG_TEXT`). Its mode comes from the boot arguments:
 //! - `stream` (default): every period (100 ms, `ivc.period=<ms>`) it sends the real-time
 //!   task's figures (`TAG_SAMPLE`);
 //! - `ivc=exchange`: it sends `ivc.count` (default 10,000) checksummed test messages and
@@ -15,9 +16,10 @@
 //! and emptied.
 
 use core::ffi::c_void;
+use core::fmt::Write;
 
 use partita_core::ivc::messages::{
-    check_test_message, test_message, Command, Sample, COMMAND_PERIOD, MAX_MESSAGE,
+    check_test_message, test_message, Command, Sample, COMMAND_PERIOD, COMMAND_PING, MAX_MESSAGE,
     PERIOD_RANGE_MS, TAG_COMMAND, TAG_PING, TAG_PONG, TAG_SAMPLE, TAG_TEST, TAG_TEXT, TEST_MESSAGE,
 };
 use partita_core::ivc::ring::{Consumer, Message, Producer, RingError};
@@ -99,6 +101,10 @@ struct Service<'c> {
     ping_sent_at: Option<u64>,
     rtts: [u32; MAX_PINGS],
     pings: usize,
+    /// The pings were asked for by Linux: the result goes back to it too, and the task
+    /// returns to mode `resume`.
+    report_to_linux: bool,
+    resume: Mode,
 }
 
 /// The IVC task's entry; it never returns.
@@ -142,6 +148,8 @@ pub extern "C" fn task(options: *mut c_void) {
         ping_sent_at: None,
         rtts: [0; MAX_PINGS],
         pings: 0,
+        report_to_linux: false,
+        resume: options.mode,
     };
     service.run()
 }
@@ -245,6 +253,17 @@ impl Service<'_> {
                     self.options.period_ms = value;
                     self.next_sample = timer::now();
                     console::line(format_args!("ivc: sample period {value} ms"));
+                }
+                Some(Command {
+                    code: COMMAND_PING,
+                    value,
+                }) if (1..=MAX_PINGS as u32).contains(&value) => {
+                    self.resume = self.options.mode;
+                    self.options.mode = Mode::Ping;
+                    self.options.count = value;
+                    self.pings = 0;
+                    self.ping_sent_at = None;
+                    self.report_to_linux = true;
                 }
                 _ => console::line(format_args!("ivc: unknown command ignored")),
             },
@@ -388,11 +407,52 @@ impl Service<'_> {
         rtts.sort_unstable();
         let sum: u64 = rtts.iter().map(|&r| u64::from(r)).sum();
         let p99 = rtts[(n * 99).div_ceil(100).saturating_sub(1)];
-        console::line(format_args!(
-            "ivc: ping n={n} min_ns={} mean_ns={} p99_ns={p99} max_ns={}",
+        let mut line = Line::default();
+        let _ = write!(
+            line,
+            "ping n={n} min_ns={} mean_ns={} p99_ns={p99} max_ns={}",
             rtts[0],
             sum / n as u64,
             rtts[n - 1]
-        ));
+        );
+        console::line(format_args!("ivc: {}", line.text()));
+        if core::mem::take(&mut self.report_to_linux) {
+            // Sent after the last pong was taken, so the ring has room; a full ring only
+            // loses the copy Linux would print.
+            let _ = self.push(TAG_TEXT, line.text().as_bytes());
+            self.settle_ring();
+            self.options.mode = self.resume;
+        }
+    }
+}
+
+/// A short line of text built without the heap.
+struct Line {
+    bytes: [u8; 120],
+    len: usize,
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Line {
+            bytes: [0; 120],
+            len: 0,
+        }
+    }
+}
+
+impl Line {
+    fn text(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl Write for Line {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(core::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }

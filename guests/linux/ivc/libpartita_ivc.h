@@ -29,6 +29,7 @@
 #define PIVC_TAG_TEST 5
 #define PIVC_TAG_TEXT 6
 #define PIVC_COMMAND_PERIOD 1
+#define PIVC_COMMAND_PING 2
 #define PIVC_TEST_MESSAGE 32
 
 struct pivc_ring {

@@ -7,6 +7,7 @@
  *   partita-ivc send <text>       FreeRTOS prints the text
  *   partita-ivc ping [n] [bytes]  n round trips Linux -> FreeRTOS -> Linux, timed
  *   partita-ivc serve [idle_s]    answer FreeRTOS's pings until idle_s seconds pass idle
+ *   partita-ivc rtos-ping [n]     FreeRTOS times n round trips FreeRTOS -> Linux -> FreeRTOS
  *   partita-ivc exchange [n]      send n checksummed messages and check n from FreeRTOS
  *   partita-ivc bench [bytes] [n] n echoes of <bytes>-byte messages, as throughput
  *
@@ -202,6 +203,25 @@ static int cmd_serve(struct pivc *c, int idle_s)
 	return 0;
 }
 
+static int cmd_rtos_ping(struct pivc *c, uint32_t n)
+{
+	uint32_t command[2] = { PIVC_COMMAND_PING, n };
+	uint8_t buf[MAX_MESSAGE + 1];
+	uint32_t tag;
+	long len;
+
+	send_blocking(c, PIVC_TAG_COMMAND, command, sizeof(command));
+	/* recv_one answers FreeRTOS's pings while it waits for the result. */
+	do {
+		len = recv_one(c, &tag, buf, 30000);
+		if (len < 0)
+			fail("rtos-ping: no result within 30 s", (int)len);
+	} while (tag != PIVC_TAG_TEXT);
+	buf[len] = 0;
+	printf("partita-ivc: rtos %s\n", (char *)buf);
+	return 0;
+}
+
 static int cmd_exchange(struct pivc *c, uint32_t n)
 {
 	uint8_t out[PIVC_TEST_MESSAGE], in[MAX_MESSAGE], want[PIVC_TEST_MESSAGE];
@@ -289,7 +309,8 @@ static int cmd_bench(struct pivc *c, size_t size, uint32_t n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: partita-ivc [-d device] recv [n] | period <ms> | send <text> | "
-			"ping [n] [bytes] | serve [idle_s] | exchange [n] | bench [bytes] [n]\n");
+			"ping [n] [bytes] | serve [idle_s] | rtos-ping [n] | exchange [n] | "
+			"bench [bytes] [n]\n");
 	exit(2);
 }
 
@@ -332,6 +353,8 @@ int main(int argc, char **argv)
 		return cmd_ping(&c, arg(argc, argv, i + 1, 1000), arg(argc, argv, i + 2, 8));
 	if (!strcmp(argv[i], "serve"))
 		return cmd_serve(&c, (int)arg(argc, argv, i + 1, 5));
+	if (!strcmp(argv[i], "rtos-ping"))
+		return cmd_rtos_ping(&c, (uint32_t)arg(argc, argv, i + 1, 1000));
 	if (!strcmp(argv[i], "exchange"))
 		return cmd_exchange(&c, (uint32_t)arg(argc, argv, i + 1, 10000));
 	if (!strcmp(argv[i], "bench"))

@@ -27,6 +27,9 @@ impl Mode {
 pub enum Guest {
     Linux,
     FreeRtos,
+    /// FreeRTOS and Linux talking over their channel (BENCHMARKS.md 9): Linux runs
+    /// `IVC_EXPERIMENTS` with `partita-ivc`, FreeRTOS answers.
+    Ivc,
 }
 
 impl Guest {
@@ -34,6 +37,7 @@ impl Guest {
         match self {
             Guest::Linux => "linux",
             Guest::FreeRtos => "freertos",
+            Guest::Ivc => "ivc",
         }
     }
 }
@@ -126,7 +130,7 @@ const fn beside(config: &'static str, file: &'static str, load: Load) -> Row {
 const SHARED: &str = "configs/default.toml";
 const SPLIT: &str = "configs/split.toml";
 
-pub const ROWS: [Row; 13] = [
+pub const ROWS: [Row; 15] = [
     Row {
         config: "native",
         guest: Guest::Linux,
@@ -164,6 +168,16 @@ pub const ROWS: [Row; 13] = [
     beside("split-idle", SPLIT, Load::Idle),
     beside("split-hackbench", SPLIT, Load::Hackbench),
     beside("split-stress", SPLIT, Load::Stress),
+    Row {
+        config: "shared-ivc",
+        guest: Guest::Ivc,
+        availability: Availability::Measured(Boot::Partita(SHARED)),
+    },
+    Row {
+        config: "split-ivc",
+        guest: Guest::Ivc,
+        availability: Availability::Measured(Boot::Partita(SPLIT)),
+    },
 ];
 
 /// Experiments of BENCHMARKS.md this suite does not run yet in any configuration:
@@ -183,8 +197,9 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
 ];
 
 /// The configuration ids in table order: `shared-<load>` is FreeRTOS beside Linux running
-/// that load on one pCPU (configs/default.toml), `split-<load>` on two (configs/split.toml).
-pub const CONFIGS: [&str; 10] = [
+/// that load on one pCPU (configs/default.toml), `split-<load>` on two (configs/split.toml);
+/// `shared-ivc` and `split-ivc` are the same systems exchanging messages.
+pub const CONFIGS: [&str; 12] = [
     "native",
     "solo",
     "shared-idle",
@@ -194,6 +209,8 @@ pub const CONFIGS: [&str; 10] = [
     "split-idle",
     "split-hackbench",
     "split-stress",
+    "shared-ivc",
+    "split-ivc",
     "xen",
 ];
 
@@ -279,6 +296,66 @@ pub const LINUX_EXPERIMENTS: [LinuxExperiment; 10] = [
         quick: Some(CYCLICTEST_HACKBENCH_QUICK),
         full: CYCLICTEST_HACKBENCH_FULL,
         parser: Parser::Cyclictest,
+    },
+];
+
+/// BENCHMARKS.md experiment 9, in the order the job runs them: round trips started by
+/// Linux and by FreeRTOS (8-byte messages), then echo throughput of 64 B and 4 KiB
+/// messages (as many in flight as the rings hold).
+pub const IVC_EXPERIMENTS: [LinuxExperiment; 4] = [
+    LinuxExperiment {
+        name: "ivc-rtt-linux",
+        quick: Some("partita-ivc ping 200"),
+        full: "partita-ivc ping 2000",
+        parser: Parser::Ivc,
+    },
+    LinuxExperiment {
+        name: "ivc-rtt-freertos",
+        quick: Some("partita-ivc rtos-ping 200"),
+        full: "partita-ivc rtos-ping 1000",
+        parser: Parser::Ivc,
+    },
+    LinuxExperiment {
+        name: "ivc-throughput-64",
+        quick: Some("partita-ivc bench 64 2000"),
+        full: "partita-ivc bench 64 20000",
+        parser: Parser::Ivc,
+    },
+    LinuxExperiment {
+        name: "ivc-throughput-4k",
+        quick: Some("partita-ivc bench 4096 200"),
+        full: "partita-ivc bench 4096 2000",
+        parser: Parser::Ivc,
+    },
+];
+
+/// The IVC experiments of `mode`, with their commands.
+pub fn ivc_experiments(mode: Mode) -> Vec<(&'static LinuxExperiment, &'static str)> {
+    IVC_EXPERIMENTS
+        .iter()
+        .filter_map(|e| e.command(mode).map(|command| (e, command)))
+        .collect()
+}
+
+/// The figures of the IVC table.
+pub const IVC_HEADLINES: [Headline; 10] = [
+    time("ivc-rtt-linux", "min"),
+    time("ivc-rtt-linux", "mean"),
+    time("ivc-rtt-linux", "p99"),
+    time("ivc-rtt-linux", "max"),
+    time("ivc-rtt-freertos", "min"),
+    time("ivc-rtt-freertos", "mean"),
+    time("ivc-rtt-freertos", "p99"),
+    time("ivc-rtt-freertos", "max"),
+    Headline {
+        experiment: "ivc-throughput-*",
+        metric: "msgs_per_s",
+        sense: Sense::ThroughputLike,
+    },
+    Headline {
+        experiment: "ivc-throughput-*",
+        metric: "kib_per_s",
+        sense: Sense::ThroughputLike,
     },
 ];
 
@@ -462,13 +539,18 @@ mod tests {
     #[test]
     fn every_configuration_of_the_matrix_has_its_rows_once() {
         for config in CONFIGS {
-            let beside = config.starts_with("shared-") || config.starts_with("split-");
-            for guest in [Guest::Linux, Guest::FreeRtos] {
+            let ivc = config.ends_with("-ivc");
+            let beside = !ivc && (config.starts_with("shared-") || config.starts_with("split-"));
+            for guest in [Guest::Linux, Guest::FreeRtos, Guest::Ivc] {
                 let rows = ROWS
                     .iter()
                     .filter(|r| r.config == config && r.guest == guest)
                     .count();
-                let expected = usize::from(!beside || guest == Guest::FreeRtos);
+                let expected = match guest {
+                    Guest::Ivc => usize::from(ivc),
+                    Guest::Linux => usize::from(!beside && !ivc),
+                    Guest::FreeRtos => usize::from(!ivc),
+                };
                 assert_eq!(rows, expected, "{config} {}", guest.name());
             }
         }

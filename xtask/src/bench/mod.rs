@@ -39,7 +39,7 @@ pub struct Options {
 /// Wall-clock limit of one boot before QEMU is killed.
 fn deadline(mode: Mode, guest: Guest) -> Duration {
     Duration::from_secs(match (mode, guest) {
-        (Mode::Quick, Guest::Linux) => 1_200,
+        (Mode::Quick, Guest::Linux | Guest::Ivc) => 1_200,
         (Mode::Quick, Guest::FreeRtos) => 900,
         (Mode::Full, _) => 3_600,
     })
@@ -93,20 +93,24 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         .unwrap_or_else(|| default_out(mode, &provenance.date, &provenance.commit));
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let experiments = matrix::linux_experiments(mode);
+    let ivc_experiments = matrix::ivc_experiments(mode);
     let total = measured
         .iter()
         .map(|(row, _)| match row.guest {
             Guest::Linux => experiments.len(),
+            Guest::Ivc => ivc_experiments.len(),
             Guest::FreeRtos => 1,
         })
         .sum();
     let jobs = matrix::linux_jobs(&experiments);
+    let ivc_jobs = matrix::linux_jobs(&ivc_experiments);
     let mut progress = Progress::new(total);
     let mut records = Vec::new();
     let mut not_measured = Vec::new();
     for (row, boot) in &measured {
         let boots: Vec<&str> = match row.guest {
             Guest::Linux => jobs.iter().map(String::as_str).collect(),
+            Guest::Ivc => ivc_jobs.iter().map(String::as_str).collect(),
             Guest::FreeRtos => vec![""],
         };
         let mut console = String::new();
@@ -121,8 +125,10 @@ pub fn run(options: &Options) -> Result<PathBuf> {
             if row.guest == Guest::FreeRtos {
                 progress.next(row.config, row.guest.name(), "rtos-suite");
             }
-            let stop_after = match boot {
-                Boot::Beside { .. } => Some(runner::BESIDE_END),
+            let stop_after = match (boot, row.guest) {
+                (Boot::Beside { .. }, _) => Some(runner::BESIDE_END),
+                // FreeRTOS never stops: the run ends with Linux's job.
+                (_, Guest::Ivc) => Some(runner::IVC_END),
                 _ => None,
             };
             let captured =
@@ -175,8 +181,13 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
         build::binaries()?;
     }
     let beside = boots.iter().any(|b| matches!(b, Boot::Beside { .. }));
-    if beside || measured.iter().any(|(row, _)| row.guest == Guest::Linux) {
-        linux::prepare(cache)?;
+    let ivc = measured.iter().any(|(row, _)| row.guest == Guest::Ivc);
+    if beside || ivc || measured.iter().any(|(row, _)| row.guest == Guest::Linux) {
+        let guest = linux::prepare(cache)?;
+        if beside || ivc {
+            // configs/default.toml and split.toml boot the initramfs with the IVC tools.
+            linux::prepare_ivc(cache, &guest)?;
+        }
     }
     if boots.contains(&Boot::XenDom0) {
         xen::prepare(cache)?;
@@ -239,9 +250,13 @@ fn records_of(
             }
             records.extend(found.into_iter().map(|m| m.label(row.config)));
         }
-        Guest::Linux => {
+        Guest::Linux | Guest::Ivc => {
             let sections = console::sections(console);
-            for (experiment, _) in matrix::linux_experiments(mode) {
+            let experiments = match row.guest {
+                Guest::Ivc => matrix::ivc_experiments(mode),
+                _ => matrix::linux_experiments(mode),
+            };
+            for (experiment, _) in experiments {
                 let section = sections.iter().find(|s| s.name == experiment.name);
                 let parsed = match section {
                     None => Err(ending.unwrap_or("its output is missing").to_owned()),

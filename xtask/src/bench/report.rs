@@ -8,7 +8,8 @@ use std::fmt::Write;
 
 use super::formula::{overhead, performance_ratio};
 use super::matrix::{
-    beside_samples, Headline, Mode, BESIDE_DELAY_MS, CONFIGS, LINUX_HEADLINES, RTOS_HEADLINES,
+    beside_samples, Headline, Mode, BESIDE_DELAY_MS, CONFIGS, IVC_HEADLINES, LINUX_HEADLINES,
+    RTOS_HEADLINES,
 };
 use super::record::{Record, Results};
 
@@ -19,6 +20,7 @@ pub fn render(results: &Results, plots: &[String]) -> String {
     summary(&mut out, results);
     overheads(&mut out, results);
     thread_metric(&mut out, results);
+    inter_vm(&mut out, results);
     hypervisor(&mut out, results);
     not_measured(&mut out, results);
     plot_list(&mut out, plots);
@@ -107,6 +109,38 @@ fn summary(out: &mut String, results: &Results) {
         let _ = writeln!(out, "No figures.\n");
         return;
     }
+    let _ = writeln!(out, "| figure | unit | {} |", configs.join(" | "));
+    let _ = writeln!(out, "| --- | --- |{}", " ---: |".repeat(configs.len()));
+    for (_, row) in rows {
+        let cells: Vec<String> = configs.iter().map(|c| cell(results, c, row)).collect();
+        let _ = writeln!(
+            out,
+            "| {} {} | {} | {} |",
+            row.experiment,
+            row.metric,
+            row.unit,
+            cells.join(" | ")
+        );
+    }
+    out.push('\n');
+}
+
+/// BENCHMARKS.md 9: round trips and echo throughput over the FreeRTOS-Linux channel, on
+/// one shared CPU and on two.
+fn inter_vm(out: &mut String, results: &Results) {
+    let rows = expand(results, &IVC_HEADLINES);
+    if rows.is_empty() {
+        return;
+    }
+    let configs = ["shared-ivc", "split-ivc"];
+    let _ = writeln!(
+        out,
+        "## Inter-VM communication (FreeRTOS and Linux over `rt-link`)\n\n\
+         `ivc-rtt-linux`: Linux -> FreeRTOS -> Linux, 8-byte messages, timed by Linux \
+         (`partita-ivc ping`); `ivc-rtt-freertos`: FreeRTOS -> Linux -> FreeRTOS, timed by \
+         FreeRTOS (`partita-ivc rtos-ping`); `ivc-throughput-*`: echoes of 64 B and 4 KiB \
+         messages with the rings full (`partita-ivc bench`).\n"
+    );
     let _ = writeln!(out, "| figure | unit | {} |", configs.join(" | "));
     let _ = writeln!(out, "| --- | --- |{}", " ---: |".repeat(configs.len()));
     for (_, row) in rows {

@@ -140,6 +140,8 @@ pub const BESIDE_RTOS_VM: &str = "freertos";
 /// printed `bench: done`, powered off and Partita has printed its counters. Linux never
 /// powers off under its load, so QEMU is stopped there.
 pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
+/// The line that ends an IVC run: Linux powered off after its job (FreeRTOS runs on).
+pub const IVC_END: &str = "[partita] vm linux: powered off";
 
 fn machine(image: &Path, cpus: u8) -> Command {
     Machine {

@@ -15,13 +15,17 @@ pub const TAG_PING: u32 = 3;
 pub const TAG_PONG: u32 = 4;
 /// Either way, in the exchange test: `test_message`.
 pub const TAG_TEST: u32 = 5;
-/// Linux -> FreeRTOS: text FreeRTOS prints (`partita-ivc send`).
+/// Linux -> FreeRTOS: text FreeRTOS prints (`partita-ivc send`); FreeRTOS -> Linux: the
+/// result of `COMMAND_PING`.
 pub const TAG_TEXT: u32 = 6;
 /// The longest message the demo's two ends exchange (pings in `partita-ivc bench`).
 pub const MAX_MESSAGE: usize = 4096;
 
 /// `Command::code`: set the sample period to `value` milliseconds.
 pub const COMMAND_PERIOD: u32 = 1;
+/// `Command::code`: time `value` round trips FreeRTOS -> Linux -> FreeRTOS now (Linux
+/// answers the pings), and send the result back as `TAG_TEXT`.
+pub const COMMAND_PING: u32 = 2;
 /// The period a command may ask for, in milliseconds.
 pub const PERIOD_RANGE_MS: core::ops::RangeInclusive<u32> = 1..=60_000;
 

@@ -6,6 +6,7 @@
 mod automotive;
 mod cyclictest;
 mod hackbench;
+mod ivc;
 mod partita;
 mod rtos;
 mod stress_ng;
@@ -27,6 +28,7 @@ pub enum Parser {
     Hackbench,
     StressNg,
     Automotive,
+    Ivc,
 }
 
 /// The figures `experiment` printed in `lines`.
@@ -37,6 +39,7 @@ pub fn parse(parser: Parser, experiment: &str, lines: &[String]) -> Result<Vec<M
         Parser::Hackbench => hackbench::parse(experiment, lines),
         Parser::StressNg => stress_ng::parse(experiment, lines),
         Parser::Automotive => automotive::parse(lines),
+        Parser::Ivc => ivc::parse(experiment, lines),
     }
 }
 
