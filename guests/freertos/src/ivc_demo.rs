@@ -38,6 +38,9 @@ pub enum Mode {
 /// The task's options from the boot arguments.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
+    /// The boot arguments name a mode (`ivc=...`): the task runs even beside the
+    /// benchmarks.
+    pub requested: bool,
     pub mode: Mode,
     pub count: u32,
     pub period_ms: u32,
@@ -46,14 +49,17 @@ pub struct Options {
 impl Options {
     pub fn parse(line: &str) -> Options {
         let mut mode = Mode::Stream;
+        let mut requested = false;
         let mut count = None;
         let mut period_ms = 100;
         for word in line.split_ascii_whitespace() {
             match word {
+                "ivc=stream" => mode = Mode::Stream,
                 "ivc=exchange" => mode = Mode::Exchange,
                 "ivc=ping" => mode = Mode::Ping,
                 _ => {}
             }
+            requested |= word.starts_with("ivc=");
             if let Some(n) = word.strip_prefix("ivc.count=").and_then(|v| v.parse().ok()) {
                 count = Some(n);
             }
@@ -71,6 +77,7 @@ impl Options {
             _ => 10_000,
         });
         Options {
+            requested,
             mode,
             count,
             period_ms,
@@ -164,6 +171,7 @@ impl Options {
             _ => Mode::Stream,
         };
         Options {
+            requested: true,
             mode,
             count: (bits >> 32) as u32,
             period_ms: ((bits >> 2) & 0x3fff_ffff) as u32,

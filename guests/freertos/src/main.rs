@@ -143,7 +143,7 @@ fn start(
         None => spawn_tasks(),
     };
     spawned.unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
-    if let Some((info, options)) = channel.filter(|_| demo) {
+    if let Some((info, options)) = channel.filter(|(_, options)| demo || options.requested) {
         let channel = ivc::Channel::open(info, &gic)
             .unwrap_or_else(|error| console::halt(format_args!("ivc: {error}")));
         ivc::publish(channel);

@@ -71,6 +71,9 @@ pub enum Load {
     /// fires every 10 us and every expiry is a physical interrupt Partita takes at EL2
     /// and injects.
     IrqStorm,
+    /// The hackbench loop while FreeRTOS's IVC task streams a sample every 10 ms to a
+    /// `partita-ivc recv` in Linux (issue 11: the IVC demo beside a loaded Linux).
+    IvcHackbench,
 }
 
 impl Load {
@@ -80,6 +83,16 @@ impl Load {
             Load::Hackbench => "hackbench",
             Load::Stress => "stress-ng",
             Load::IrqStorm => "irq-storm",
+            Load::IvcHackbench => "ivc-hackbench",
+        }
+    }
+
+    /// What FreeRTOS's boot arguments gain for this load: the IVC task beside the
+    /// benchmark.
+    pub fn rtos_bootargs(self) -> &'static str {
+        match self {
+            Load::IvcHackbench => " ivc=stream ivc.period=10",
+            _ => "",
         }
     }
 
@@ -90,9 +103,14 @@ impl Load {
             Load::Hackbench => "hackbench -g 4 -l 100000 -P >/dev/null",
             Load::Stress => "stress-ng --cpu 1 --vm 1 -t 3600 >/dev/null 2>&1",
             Load::IrqStorm => "stress-ng --timer 1 --timer-freq 100000 -t 3600 >/dev/null 2>&1",
+            Load::IvcHackbench => "hackbench -g 4 -l 100000 -P >/dev/null",
+        };
+        let reader = match self {
+            Load::IvcHackbench => "partita-ivc recv >/dev/null&",
+            _ => "",
         };
         format!(
-            "echo \"{LOAD_MARKER}{}\";while :;do {command};done",
+            "echo \"{LOAD_MARKER}{}\";{reader}while :;do {command};done",
             self.name()
         )
     }
@@ -130,7 +148,7 @@ const fn beside(config: &'static str, file: &'static str, load: Load) -> Row {
 const SHARED: &str = "configs/default.toml";
 const SPLIT: &str = "configs/split.toml";
 
-pub const ROWS: [Row; 15] = [
+pub const ROWS: [Row; 16] = [
     Row {
         config: "native",
         guest: Guest::Linux,
@@ -165,6 +183,7 @@ pub const ROWS: [Row; 15] = [
     beside("shared-hackbench", SHARED, Load::Hackbench),
     beside("shared-stress", SHARED, Load::Stress),
     beside("shared-irqstorm", SHARED, Load::IrqStorm),
+    beside("shared-ivc-hackbench", SHARED, Load::IvcHackbench),
     beside("split-idle", SPLIT, Load::Idle),
     beside("split-hackbench", SPLIT, Load::Hackbench),
     beside("split-stress", SPLIT, Load::Stress),
@@ -199,13 +218,14 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
 /// The configuration ids in table order: `shared-<load>` is FreeRTOS beside Linux running
 /// that load on one pCPU (configs/default.toml), `split-<load>` on two (configs/split.toml);
 /// `shared-ivc` and `split-ivc` are the same systems exchanging messages.
-pub const CONFIGS: [&str; 12] = [
+pub const CONFIGS: [&str; 13] = [
     "native",
     "solo",
     "shared-idle",
     "shared-hackbench",
     "shared-stress",
     "shared-irqstorm",
+    "shared-ivc-hackbench",
     "split-idle",
     "split-hackbench",
     "split-stress",
@@ -559,7 +579,13 @@ mod tests {
 
     #[test]
     fn load_jobs_announce_their_load_and_loop() {
-        for load in [Load::Idle, Load::Hackbench, Load::Stress, Load::IrqStorm] {
+        for load in [
+            Load::Idle,
+            Load::Hackbench,
+            Load::Stress,
+            Load::IrqStorm,
+            Load::IvcHackbench,
+        ] {
             let job = load.job();
             assert!(job.starts_with(&format!("echo \"{LOAD_MARKER}{}\";", load.name())));
             assert!(job.contains("while :;do "), "{job}");

@@ -101,7 +101,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
         }
         Boot::Beside { config, load } => {
             let image = paths::build_dir().join("bench").join("partita.img");
-            let bootargs = beside_bootargs(mode);
+            let bootargs = format!("{}{}", beside_bootargs(mode), load.rtos_bootargs());
             let system = build::boot_image_with(
                 &paths::root().join(config),
                 &image,
