@@ -1,7 +1,9 @@
 //! The configuration file (`partita_config::parse`, then core's `plan_memory` and
 //! `validate`): any text either fails with one single-line message naming a key, or yields
 //! a system whose planned memory lies in RAM, clear of Partita and of every other region,
-//! clear of the VM's own devices, and that survives the bundle round trip unchanged.
+//! clear of the VM's own devices, whose channels' memory is likewise nobody else's and
+//! whose channel windows are clear of their VMs' memory and devices, and that survives the
+//! bundle round trip unchanged.
 
 #![no_main]
 
@@ -39,6 +41,26 @@ fn check_layout(config: &SystemConfig) {
             for d in &vm.devices {
                 assert!(!d.window().overlaps(&m.guest()), "device over memory");
             }
+        }
+    }
+    for channel in &config.channels {
+        let phys = channel.physical().expect("a validated channel is planned");
+        assert!(board.ram.contains(&phys), "channel {phys:?} outside RAM");
+        assert!(!phys.overlaps(&board.hypervisor), "channel over Partita");
+        assert!(
+            !placed.iter().any(|p| p.overlaps(&phys)),
+            "channel {phys:?} shared"
+        );
+        placed.push(phys);
+        for member in &channel.members {
+            let vm = config
+                .vms
+                .iter()
+                .find(|vm| vm.name == member.vm)
+                .expect("a validated channel names configured VMs");
+            let window = channel.window(member);
+            assert!(!vm.memory.iter().any(|m| m.guest().overlaps(&window)));
+            assert!(!vm.devices.iter().any(|d| d.window().overlaps(&window)));
         }
     }
 }

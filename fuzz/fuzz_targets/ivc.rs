@@ -114,6 +114,7 @@ fn system(interval_us: u32) -> SystemConfig {
             slice_us: 10_000,
         },
         vms: vec![vm("a"), vm("b"), vm("c")],
+        console: Default::default(),
         channels: vec![channel("ab", &["a", "b"]), channel("abc", &["a", "b", "c"])],
     }
 }
