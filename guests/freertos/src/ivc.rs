@@ -44,7 +44,16 @@ impl ChannelInfo {
             Some(u32::from_be_bytes(value.get(..4)?.try_into().ok()?))
         };
         let interrupts = node.property("interrupts")?.value;
-        let spi = u32::from_be_bytes(interrupts.get(4..8)?.try_into().ok()?);
+        let cell = |i: usize| {
+            Some(u32::from_be_bytes(
+                interrupts.get(4 * i..4 * i + 4)?.try_into().ok()?,
+            ))
+        };
+        // The GIC binding's first cell: 0 for a shared peripheral interrupt.
+        if cell(0)? != 0 {
+            return None;
+        }
+        let spi = cell(1)?;
         Some(ChannelInfo {
             base: region.starting_address as usize,
             size: region.size?,

@@ -131,7 +131,7 @@ pub(super) fn validate(cfg: &SystemConfig, board: &Board) -> Result<(), ConfigEr
     if cfg.channels.len() > MAX_CHANNELS {
         return Err(ConfigError::new(
             format!("channel[{MAX_CHANNELS}]"),
-            format!("more than {MAX_CHANNELS} channels"),
+            format!("more than {MAX_CHANNELS} channels: a VM's pending doorbells are one bit per channel"),
         ));
     }
     for (c, channel) in cfg.channels.iter().enumerate() {
