@@ -249,6 +249,135 @@ fn run(command: &mut Command) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use partita_core::ivc::ring::{Consumer, Producer, RingError, SharedMemory};
+    use std::cell::Cell;
+
+    /// A channel image as 32-bit words, little-endian, as both guests see it.
+    struct Image(Vec<Cell<u32>>);
+
+    impl Image {
+        fn from_bytes(bytes: &[u8]) -> Image {
+            Image(
+                bytes
+                    .chunks_exact(4)
+                    .map(|w| Cell::new(u32::from_le_bytes(w.try_into().unwrap())))
+                    .collect(),
+            )
+        }
+
+        fn to_bytes(&self) -> Vec<u8> {
+            self.0.iter().flat_map(|w| w.get().to_le_bytes()).collect()
+        }
+    }
+
+    impl SharedMemory for Image {
+        fn size(&self) -> usize {
+            self.0.len() * 4
+        }
+        fn load_u32(&self, offset: usize) -> u32 {
+            self.0[offset / 4].get()
+        }
+        fn store_u32(&self, offset: usize, value: u32) {
+            self.0[offset / 4].set(value)
+        }
+        fn load_u64(&self, offset: usize) -> u64 {
+            u64::from(self.load_u32(offset)) | (u64::from(self.load_u32(offset + 4)) << 32)
+        }
+        fn store_u64(&self, offset: usize, value: u64) {
+            self.store_u32(offset, value as u32);
+            self.store_u32(offset + 4, (value >> 32) as u32);
+        }
+        fn fence(&self) {}
+    }
+
+    /// Message `seq` of ring-interop.c: tag seq, seq * 37 % 200 bytes of (seq + 7 i).
+    fn message(seq: u32) -> Vec<u8> {
+        (0..(seq * 37 % 200) as usize)
+            .map(|i| (seq as usize + 7 * i) as u8)
+            .collect()
+    }
+
+    const CHANNEL: usize = 8192;
+    const RING: usize = CHANNEL / 2;
+
+    /// Builds guests/linux/ivc/ring-interop.c with libpartita_ivc for the host.
+    fn interop(dir: &Path) -> PathBuf {
+        write_sources(dir).unwrap();
+        let test = dir.join("ring-interop.c");
+        std::fs::write(
+            &test,
+            include_str!("../../../guests/linux/ivc/ring-interop.c"),
+        )
+        .unwrap();
+        let binary = dir.join("ring-interop");
+        run(Command::new("gcc")
+            .args(["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+            .arg(&binary)
+            .arg(&test)
+            .arg(dir.join("libpartita_ivc.c")))
+        .unwrap();
+        binary
+    }
+
+    #[test]
+    fn the_c_library_and_the_rust_ring_are_one_format() {
+        let dir = std::env::temp_dir().join(format!("partita-ivc-interop-{}", std::process::id()));
+        let binary = interop(&dir);
+        // C writes through five laps of the ring, Rust reads what it left.
+        let image = dir.join("c.img");
+        let out = Command::new(&binary)
+            .arg("write")
+            .arg(&image)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let field = |key: &str| -> u32 {
+            text.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let (first, last) = (field("first="), field("last="));
+        assert!(first > 100 && last > first, "{text}");
+        let memory = Image::from_bytes(&std::fs::read(&image).unwrap());
+        let consumer = Consumer::new(&memory, 0, RING).unwrap();
+        let mut buf = [0u8; 256];
+        for seq in first..=last {
+            let m = consumer.pop(&mut buf).unwrap().expect("a message");
+            assert_eq!((m.tag, &buf[..m.len]), (seq, &message(seq)[..]));
+        }
+        assert_eq!(consumer.pop(&mut buf), Ok(None));
+        // Rust writes the same way, C reads.
+        let memory = Image::from_bytes(&[0; CHANNEL]);
+        let producer = Producer::new(&memory, 0, RING).unwrap();
+        let consumer = Consumer::new(&memory, 0, RING).unwrap();
+        let (mut seq, mut unread) = (0u32, 0u32);
+        while (seq as usize) * 60 < 5 * (RING - 0x80) {
+            match producer.push(seq, &message(seq)) {
+                Ok(_) => seq += 1,
+                Err(RingError::Full) => {
+                    while seq - unread > 3 {
+                        consumer.pop(&mut buf).unwrap().unwrap();
+                        unread += 1;
+                    }
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        let image = dir.join("rust.img");
+        std::fs::write(&image, memory.to_bytes()).unwrap();
+        let status = Command::new(&binary)
+            .arg("read")
+            .arg(&image)
+            .arg(unread.to_string())
+            .arg((seq - 1).to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn the_build_packages_match_the_kernel_exactly() {
