@@ -2,12 +2,14 @@
 //! Partita's vendor-hypervisor calls, as decoded and answered by `partita_core::hypercall`.
 //!
 //! Results go to x0 (x1 for PARTITA_VERSION's version and PARTITA_COUNTER's value); other registers
-//! are left as the guest gave them. A call never reaches the physical firmware and never
+//! are left as the guest gave them. PARTITA_CONSOLE_WRITE's bytes join the VM's console
+//! stream, as its UART's would. A call never reaches the physical firmware and never
 //! affects another VM (PARTITA_COUNTER only reads counters, of any VM).
 
 use partita_core::counters::Counter;
-use partita_core::hypercall::{respond, Response};
+use partita_core::hypercall::{respond, ret, Response};
 
+use crate::console;
 use crate::counters;
 use crate::system::Stop;
 use crate::trap::Outcome;
@@ -28,6 +30,11 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
             if let Some(x1) = x1 {
                 regs[1] = x1;
             }
+            Outcome::Resume
+        }
+        Response::Print(bytes) => {
+            regs[0] = ret::SUCCESS;
+            console::vm_output(vm.index(), bytes.as_slice());
             Outcome::Resume
         }
         Response::PowerOff => Outcome::Stop(Stop::Clean),
