@@ -64,12 +64,41 @@ pub fn halt(args: fmt::Arguments<'_>) -> ! {
     }
 }
 
+/// How a line reaches the console.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// The PL011 driver, byte by byte.
+    Uart,
+    /// Partita's console call, 16 bytes at a time.
+    Call,
+}
+
+impl Path {
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Uart => "uart",
+            Path::Call => "call",
+        }
+    }
+}
+
 fn write_line(args: fmt::Arguments<'_>) {
+    let path = if partita::present() {
+        Path::Call
+    } else {
+        Path::Uart
+    };
+    line_through(path, args);
+}
+
+/// Writes one line through `path`, without the line lock (the benchmark controller alone
+/// prints while it measures; everything else goes through `line`).
+pub fn line_through(path: Path, args: fmt::Arguments<'_>) {
     let base = UART_BASE.load(Ordering::Acquire);
     if base == 0 {
         return;
     }
-    if partita::present() {
+    if path == Path::Call {
         let mut calls = ConsoleCalls::default();
         let _ = calls.write_fmt(args);
         let _ = calls.write_str("\r\n");
