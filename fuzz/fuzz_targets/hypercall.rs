@@ -1,15 +1,16 @@
 //! Hypercall dispatch (`partita_core::hypercall::respond`): any x0..x3, immediate, MPIDR,
 //! counter answer and doorbell outcome give one of the contract's answers, only the calls
-//! that may stop or reset the VM do, and only PARTITA_IVC_RING rings a doorbell (with the
-//! channel id from x1, every bit of it).
+//! that may stop or reset the VM do, only PARTITA_IVC_RING rings a doorbell (with the
+//! channel id from x1, every bit of it), and a console write prints exactly the bytes it
+//! carries, never more than `CONSOLE_CHUNK`.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use partita_core::hypercall::{
     affinity, decode, is_implemented, partita_version, respond, ret, Hypercall, Response, Ring,
-    MAX_AFFINITY_LEVEL, PARTITA_COUNTER, PARTITA_IVC_RING, PARTITA_VERSION, PSCI_VERSION_1_1,
-    SMCCC_VERSION_1_1,
+    CONSOLE_CHUNK, MAX_AFFINITY_LEVEL, PARTITA_CONSOLE_WRITE, PARTITA_COUNTER, PARTITA_IVC_RING,
+    PARTITA_VERSION, PSCI_VERSION_1_1, SMCCC_VERSION_1_1,
 };
 use std::cell::Cell;
 
@@ -63,6 +64,14 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: 
             assert_eq!(x1, expected);
             assert_eq!(x0 == ret::DENIED, is_ring && x1.is_some());
         }
+        Response::Print(bytes) => {
+            assert!(imm == 0 && function == PARTITA_CONSOLE_WRITE);
+            let count = usize::try_from(x[1]).expect("a printed count fits");
+            assert!(count <= CONSOLE_CHUNK);
+            let mut carried = x[2].to_le_bytes().to_vec();
+            carried.extend_from_slice(&x[3].to_le_bytes());
+            assert_eq!(bytes.as_slice(), &carried[..count]);
+        }
         Response::PowerOff => assert!(imm == 0 && (function == SYSTEM_OFF || function == CPU_OFF)),
         Response::Reset => assert!(imm == 0 && function == SYSTEM_RESET),
     }
@@ -76,6 +85,13 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: 
     // SMCCC: the function ID is w0, so the upper half of x0 never matters.
     let low = [x[0] & 0xffff_ffff, x[1], x[2], x[3]];
     assert_eq!(respond(low, imm, own_mpidr, read, |_| doorbell), response);
+    if imm == 0 && function == PARTITA_CONSOLE_WRITE && x[1] > CONSOLE_CHUNK as u64 {
+        let invalid = Response::Return {
+            x0: ret::INVALID_PARAMETERS,
+            x1: None,
+        };
+        assert_eq!(response, invalid);
+    }
     if imm == 0 && function == PARTITA_COUNTER {
         let answer = match counter {
             Some(value) => Response::Return {

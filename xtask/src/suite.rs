@@ -17,7 +17,7 @@ use crate::conversation;
 use crate::fuzz;
 use crate::hostile;
 use crate::linux;
-use crate::paths::{self, root, TARGET};
+use crate::paths::{self, root, GUEST_TARGET, HYPERVISOR_TARGET};
 use crate::process::{self, step, Ending};
 use crate::qemu::Machine;
 use crate::scenarios::{console_lines, verdict, Boot, End, RunEnd, Scenario, SCENARIOS};
@@ -34,11 +34,12 @@ struct CargoCheck {
     args: &'static [&'static str],
 }
 
-/// The crates built for `aarch64-unknown-none` only: the hypervisor and the bare-metal guests.
-/// Their assembly and cross-compiled C do not build for the host.
+/// The crates built for AArch64 only: the hypervisor (`HYPERVISOR_TARGET`) and the
+/// bare-metal guests (`GUEST_TARGET`). Their assembly and cross-compiled C do not build for
+/// the host.
 const BARE_METAL: [&str; 3] = ["partita", "partita-probe", "partita-freertos"];
 
-const CARGO_CHECKS: [CargoCheck; 5] = [
+const CARGO_CHECKS: [CargoCheck; 6] = [
     CargoCheck {
         name: "rustfmt",
         args: &["fmt", "--all", "--", "--check"],
@@ -64,17 +65,28 @@ const CARGO_CHECKS: [CargoCheck; 5] = [
         ],
     },
     CargoCheck {
-        name: "clippy (aarch64 crates)",
+        name: "clippy (hypervisor)",
         args: &[
             "clippy",
             "-p",
             BARE_METAL[0],
+            "--target",
+            HYPERVISOR_TARGET,
+            "--",
+            "-D",
+            "warnings",
+        ],
+    },
+    CargoCheck {
+        name: "clippy (guests)",
+        args: &[
+            "clippy",
             "-p",
             BARE_METAL[1],
             "-p",
             BARE_METAL[2],
             "--target",
-            TARGET,
+            GUEST_TARGET,
             "--",
             "-D",
             "warnings",

@@ -590,6 +590,21 @@ fn validate_devices(board: &Board, vm: &VmConfig, i: usize) -> Result<(), Config
                 ),
             ));
         }
+        // The virtual GIC answers its windows first; a device there would never be reached
+        // by the general exit path, yet the UART fast path would take it.
+        if let Some(gic) = [board.gicd, board.gicr]
+            .into_iter()
+            .find(|g| g.overlaps(&w))
+        {
+            return Err(ConfigError::new(
+                key("base"),
+                format!(
+                    "device window {} overlaps the GIC's window ({})",
+                    range(&w),
+                    range(&gic)
+                ),
+            ));
+        }
         if let Some((k, _)) = vm
             .devices
             .iter()

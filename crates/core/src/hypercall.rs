@@ -16,12 +16,20 @@ pub const PARTITA_VERSION: u32 = 0xc600_0000;
 /// Partita's counter read: x1 = VM index (configuration order), x2 = counter id
 /// (`counters::Counter`) -> x0 = SUCCESS and x1 = the value, or x0 = INVALID_PARAMETERS.
 pub const PARTITA_COUNTER: u32 = 0xc600_0001;
+/// Partita's console write, the paravirtual console: x1 = how many bytes (0 to
+/// `CONSOLE_CHUNK`), x2 and x3 = the bytes, little endian (x2's lowest byte first) -> x0 =
+/// SUCCESS, or INVALID_PARAMETERS for a larger count. The bytes join the VM's console
+/// output exactly as if its UART had sent them; one call costs one exit, where the UART
+/// costs one or two a byte (docs/console.md).
+pub const PARTITA_CONSOLE_WRITE: u32 = 0xc600_0002;
+/// The most bytes one PARTITA_CONSOLE_WRITE carries.
+pub const CONSOLE_CHUNK: usize = 16;
 /// Partita's doorbell: x1 = channel id (configuration order, the device tree's
 /// `partita,channel`) -> x0 = SUCCESS when every other member of the channel was rung;
 /// INVALID_PARAMETERS when the caller is not a member (or there is no such channel);
 /// DENIED with x1 = nanoseconds to wait when the caller rang sooner than the channel's
 /// `ring_interval_us` after its last accepted ring (nothing is queued: ring again then).
-pub const PARTITA_IVC_RING: u32 = 0xc600_0002;
+pub const PARTITA_IVC_RING: u32 = 0xc600_0003;
 
 /// PSCI 1.1, as returned by PSCI_VERSION.
 pub const PSCI_VERSION_1_1: u64 = 0x0001_0001;
@@ -74,6 +82,8 @@ pub enum Hypercall {
         vm: u64,
         counter: u64,
     },
+    /// PARTITA_CONSOLE_WRITE with its bytes; `None` when the count is too large.
+    PartitaConsoleWrite(Option<ConsoleBytes>),
     IvcRing {
         channel: u64,
     },
@@ -81,6 +91,34 @@ pub enum Hypercall {
     Unsupported {
         function: u32,
     },
+}
+
+/// The bytes of one PARTITA_CONSOLE_WRITE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsoleBytes {
+    bytes: [u8; CONSOLE_CHUNK],
+    len: u8,
+}
+
+impl ConsoleBytes {
+    /// The `count` bytes carried by `low` then `high`; `None` when `count` exceeds
+    /// `CONSOLE_CHUNK`.
+    pub fn from_registers(count: u64, low: u64, high: u64) -> Option<ConsoleBytes> {
+        let len = usize::try_from(count)
+            .ok()
+            .filter(|&n| n <= CONSOLE_CHUNK)?;
+        let mut bytes = [0u8; CONSOLE_CHUNK];
+        bytes[..8].copy_from_slice(&low.to_le_bytes());
+        bytes[8..].copy_from_slice(&high.to_le_bytes());
+        Some(ConsoleBytes {
+            bytes,
+            len: len as u8,
+        })
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
 }
 
 /// Whether a call with 32-bit convention (function ID bit 30 clear) passes its arguments in
@@ -120,6 +158,9 @@ pub fn decode(x: [u64; 4]) -> Hypercall {
             vm: x[1],
             counter: x[2],
         },
+        PARTITA_CONSOLE_WRITE => {
+            Hypercall::PartitaConsoleWrite(ConsoleBytes::from_registers(x[1], x[2], x[3]))
+        }
         PARTITA_IVC_RING => Hypercall::IvcRing { channel: x[1] },
         function => Hypercall::Unsupported { function },
     }
@@ -158,6 +199,8 @@ pub enum Response {
     PowerOff,
     /// The calling VM restarts (SYSTEM_RESET).
     Reset,
+    /// These bytes join the calling VM's console output; x0 = SUCCESS.
+    Print(ConsoleBytes),
 }
 
 impl Response {
@@ -214,6 +257,8 @@ pub fn respond(
             },
             None => Response::value(ret::INVALID_PARAMETERS),
         },
+        Hypercall::PartitaConsoleWrite(Some(bytes)) => Response::Print(bytes),
+        Hypercall::PartitaConsoleWrite(None) => Response::value(ret::INVALID_PARAMETERS),
         Hypercall::IvcRing { channel } => match ring(channel) {
             Ring::Rung => Response::value(ret::SUCCESS),
             Ring::NotMember => Response::value(ret::INVALID_PARAMETERS),
@@ -268,6 +313,42 @@ mod tests {
     }
 
     #[test]
+    fn console_writes_carry_up_to_sixteen_bytes() {
+        let low = u64::from_le_bytes(*b"hello, w");
+        let high = u64::from_le_bytes(*b"orld!\r\n\0");
+        let Hypercall::PartitaConsoleWrite(Some(bytes)) = decode([0xc600_0002, 15, low, high])
+        else {
+            panic!("not a console write");
+        };
+        assert_eq!(bytes.as_slice(), b"hello, world!\r\n");
+        assert_eq!(
+            respond(
+                [0xc600_0002, 15, low, high],
+                0,
+                0,
+                |_, _| None,
+                |_| Ring::NotMember
+            ),
+            Response::Print(bytes)
+        );
+        let empty = ConsoleBytes::from_registers(0, low, high).unwrap();
+        assert_eq!(empty.as_slice(), b"");
+        for count in [17, 1 << 32, u64::MAX] {
+            assert_eq!(
+                respond(
+                    [0xc600_0002, count, low, high],
+                    0,
+                    0,
+                    |_, _| None,
+                    |_| Ring::NotMember
+                ),
+                Response::value(ret::INVALID_PARAMETERS)
+            );
+        }
+        assert!(is_implemented(PARTITA_CONSOLE_WRITE));
+    }
+
+    #[test]
     fn cpu_on_32_truncates_arguments_and_64_does_not() {
         assert_eq!(
             decode([0x8400_0003, 0x1_0000_0001, 0x2_4000_0000, u64::MAX]),
@@ -296,7 +377,7 @@ mod tests {
 
     #[test]
     fn unknown_ids_are_unsupported() {
-        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0003, 0x8000_0001, 0] {
+        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0004, 0x8000_0001, 0] {
             assert_eq!(
                 decode([id, 0, 0, 0]),
                 Hypercall::Unsupported {
@@ -322,6 +403,7 @@ mod tests {
             0x8000_0000,
             0xc600_0000,
             0xc600_0002,
+            0xc600_0003,
         ] {
             assert!(is_implemented(id), "{id:#x}");
         }
@@ -388,16 +470,16 @@ mod tests {
             respond([0x8400_0008, 0, 0, 0], 1, me, |_, _| None, ring),
             value(ret::NOT_SUPPORTED)
         );
-        assert_eq!(respond0([0xc600_0002, 0, 0, 0]), value(ret::SUCCESS));
+        assert_eq!(respond0([0xc600_0003, 0, 0, 0]), value(ret::SUCCESS));
         assert_eq!(
-            respond0([0xc600_0002, 1, 0, 0]),
+            respond0([0xc600_0003, 1, 0, 0]),
             Response::Return {
                 x0: ret::DENIED,
                 x1: Some(1500)
             }
         );
         assert_eq!(
-            respond0([0xc600_0002, 1 << 40, 0, 0]),
+            respond0([0xc600_0003, 1 << 40, 0, 0]),
             value(ret::INVALID_PARAMETERS)
         );
     }

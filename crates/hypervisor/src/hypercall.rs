@@ -2,14 +2,16 @@
 //! Partita's vendor-hypervisor calls, as decoded and answered by `partita_core::hypercall`.
 //!
 //! Results go to x0 (x1 for PARTITA_VERSION's version, PARTITA_COUNTER's value and a refused
-//! ring's wait); other registers are left as the guest gave them. A call never reaches the
+//! ring's wait); other registers are left as the guest gave them. PARTITA_CONSOLE_WRITE's
+//! bytes join the VM's console stream, as its UART's would. A call never reaches the
 //! physical firmware and affects another VM only by PARTITA_IVC_RING, which raises the
 //! doorbells of the caller's peers on a channel it is a member of (PARTITA_COUNTER only
 //! reads counters, of any VM).
 
 use partita_core::counters::Counter;
-use partita_core::hypercall::{respond, Response};
+use partita_core::hypercall::{respond, ret, Response};
 
+use crate::console;
 use crate::counters;
 use crate::system::Stop;
 use crate::trap::Outcome;
@@ -44,6 +46,11 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
             } else {
                 Outcome::Resume
             }
+        }
+        Response::Print(bytes) => {
+            vm.vcpu.regs.x[0] = ret::SUCCESS;
+            console::vm_output(vm.index(), bytes.as_slice());
+            Outcome::Resume
         }
         Response::PowerOff => Outcome::Stop(Stop::Clean),
         Response::Reset => Outcome::Reset,

@@ -157,6 +157,7 @@ fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
                 if let Some(intid) = raise {
                     vm.raise_owned_spi(intid);
                 }
+                counters::device_access();
                 true
             }
             Err(_) => false,
@@ -170,6 +171,9 @@ fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
         match read {
             Ok(raw) => {
                 vm.vcpu.set_reg(access.register, access.load_value(raw));
+                if !gic {
+                    counters::device_access();
+                }
                 true
             }
             Err(_) => false,

@@ -23,6 +23,7 @@ mod gic;
 mod heap;
 mod ivc;
 mod ivc_demo;
+mod partita;
 mod pl011;
 mod platform;
 mod port;
@@ -69,6 +70,7 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
         Err(error) => console::halt(format_args!("device tree at {dtb:#x}: {error}")),
     };
     psci::init(&fdt);
+    partita::detect();
     let args = BootArgs::from_fdt(&fdt);
     if let Some(samples) = args.rt_samples {
         rt::limit_samples(samples);

@@ -29,7 +29,7 @@
 
 #include "partita_ivc_uapi.h"
 
-#define PARTITA_IVC_RING_CALL 0xc6000002
+#define PARTITA_IVC_RING_CALL 0xc6000003
 #define SMCCC_DENIED ((unsigned long)-3)
 /* A ring the rate rule refuses is retried this many times before giving up. */
 #define RING_ATTEMPTS 1000

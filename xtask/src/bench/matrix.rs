@@ -58,7 +58,14 @@ pub enum Boot {
     /// Partita with this configuration file's FreeRTOS VM running the latency benchmark
     /// (`beside_bootargs`) and its Linux VM running `load` for the whole measurement.
     Beside { config: &'static str, load: Load },
+    /// Partita with this configuration file as it is: its FreeRTOS VM runs the demo (its
+    /// greetings and `rt:` line on the console every second) while its Linux VM runs the
+    /// `DEMO_EXPERIMENTS` (issue 16: what a chatty RTOS costs Linux).
+    BesideDemo(&'static str),
 }
+
+/// The Linux experiments of a `BesideDemo` row.
+pub const DEMO_EXPERIMENTS: [&str; 1] = ["cyclictest-hackbench"];
 
 /// What Linux runs beside the FreeRTOS latency measurement (BENCHMARKS.md's loads, and
 /// issue 6's interrupt storm).
@@ -148,7 +155,7 @@ const fn beside(config: &'static str, file: &'static str, load: Load) -> Row {
 const SHARED: &str = "configs/default.toml";
 const SPLIT: &str = "configs/split.toml";
 
-pub const ROWS: [Row; 16] = [
+pub const ROWS: [Row; 17] = [
     Row {
         config: "native",
         guest: Guest::Linux,
@@ -163,6 +170,11 @@ pub const ROWS: [Row; 16] = [
         config: "xen",
         guest: Guest::Linux,
         availability: Availability::Measured(Boot::XenDom0),
+    },
+    Row {
+        config: "shared-demo",
+        guest: Guest::Linux,
+        availability: Availability::Measured(Boot::BesideDemo(SHARED)),
     },
     Row {
         config: "native",
@@ -215,12 +227,14 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
     ),
 ];
 
-/// The configuration ids in table order: `shared-<load>` is FreeRTOS beside Linux running
-/// that load on one pCPU (configs/default.toml), `split-<load>` on two (configs/split.toml);
-/// `shared-ivc` and `split-ivc` are the same systems exchanging messages.
-pub const CONFIGS: [&str; 13] = [
+/// The configuration ids in table order: `shared-demo` is Linux's experiments beside the
+/// FreeRTOS demo on one pCPU, `shared-<load>` is FreeRTOS beside Linux running that load on
+/// one pCPU (configs/default.toml), `split-<load>` on two (configs/split.toml); `shared-ivc`
+/// and `split-ivc` are the same systems exchanging messages.
+pub const CONFIGS: [&str; 14] = [
     "native",
     "solo",
+    "shared-demo",
     "shared-idle",
     "shared-hackbench",
     "shared-stress",
@@ -397,6 +411,19 @@ pub fn linux_experiments(mode: Mode) -> Vec<(&'static LinuxExperiment, &'static 
         .collect()
 }
 
+/// The Linux experiments a Linux row booting `boot` runs in `mode`: all of them, or a
+/// `BesideDemo` row's `DEMO_EXPERIMENTS`.
+pub fn linux_experiments_of(
+    boot: Boot,
+    mode: Mode,
+) -> Vec<(&'static LinuxExperiment, &'static str)> {
+    let mut experiments = linux_experiments(mode);
+    if matches!(boot, Boot::BesideDemo(_)) {
+        experiments.retain(|(e, _)| DEMO_EXPERIMENTS.contains(&e.name));
+    }
+    experiments
+}
+
 /// Longest job one boot carries: Xen keeps at most 1023 bytes of dom0's command line,
 /// which holds the job hex encoded (2 bytes per character) after the console arguments.
 pub const MAX_JOB: usize = 450;
@@ -525,7 +552,7 @@ pub const LINUX_HEADLINES: [Headline; 12] = [
 ];
 
 /// The FreeRTOS figures of the native-vs-virtualized summary (Kim & Choi's Table 1).
-pub const RTOS_HEADLINES: [Headline; 10] = [
+pub const RTOS_HEADLINES: [Headline; 11] = [
     time("rhealstone/*", "time"),
     time("dispatch", "mean"),
     time("dispatch", "p99"),
@@ -536,6 +563,7 @@ pub const RTOS_HEADLINES: [Headline; 10] = [
     time("irq-latency", "max"),
     time("rt-latency", "mean"),
     time("rt-latency", "max"),
+    time("console/*", "line-64"),
 ];
 
 impl Headline {
@@ -559,8 +587,15 @@ mod tests {
     #[test]
     fn every_configuration_of_the_matrix_has_its_rows_once() {
         for config in CONFIGS {
+            // Beside rows measure one guest: FreeRTOS beside a load, or Linux beside the demo;
+            // IVC rows measure the exchange.
             let ivc = config.ends_with("-ivc");
             let beside = !ivc && (config.starts_with("shared-") || config.starts_with("split-"));
+            let measured = if config == "shared-demo" {
+                Guest::Linux
+            } else {
+                Guest::FreeRtos
+            };
             for guest in [Guest::Linux, Guest::FreeRtos, Guest::Ivc] {
                 let rows = ROWS
                     .iter()
@@ -568,13 +603,28 @@ mod tests {
                     .count();
                 let expected = match guest {
                     Guest::Ivc => usize::from(ivc),
-                    Guest::Linux => usize::from(!beside && !ivc),
-                    Guest::FreeRtos => usize::from(!ivc),
+                    _ if ivc => 0,
+                    _ => usize::from(!beside || guest == measured),
                 };
                 assert_eq!(rows, expected, "{config} {}", guest.name());
             }
         }
         assert!(ROWS.iter().all(|r| CONFIGS.contains(&r.config)));
+    }
+
+    #[test]
+    fn a_demo_row_runs_only_its_experiments() {
+        for mode in [Mode::Quick, Mode::Full] {
+            let names: Vec<&str> = linux_experiments_of(Boot::BesideDemo(SHARED), mode)
+                .iter()
+                .map(|(e, _)| e.name)
+                .collect();
+            assert_eq!(names, DEMO_EXPERIMENTS);
+            assert_eq!(
+                linux_experiments_of(Boot::Partita("configs/linux.toml"), mode).len(),
+                linux_experiments(mode).len()
+            );
+        }
     }
 
     #[test]

@@ -48,7 +48,9 @@ fn deadline(mode: Mode, guest: Guest) -> Duration {
 /// The configuration file a Partita boot uses, if any.
 fn config_file(boot: &Boot) -> Option<&'static str> {
     match boot {
-        Boot::Partita(file) | Boot::Beside { config: file, .. } => Some(file),
+        Boot::Partita(file) | Boot::Beside { config: file, .. } | Boot::BesideDemo(file) => {
+            Some(file)
+        }
         _ => None,
     }
 }
@@ -59,7 +61,7 @@ fn vm_names(boot: &Boot) -> &'static [&'static str] {
     match boot {
         Boot::PartitaFreeRtos => &["freertos"],
         Boot::Partita(_) => &["linux"],
-        Boot::Beside { .. } => &[runner::BESIDE_RTOS_VM, "linux"],
+        Boot::Beside { .. } | Boot::BesideDemo(_) => &[runner::BESIDE_RTOS_VM, "linux"],
         _ => &[],
     }
 }
@@ -92,22 +94,21 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         .clone()
         .unwrap_or_else(|| default_out(mode, &provenance.date, &provenance.commit));
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let experiments = matrix::linux_experiments(mode);
     let ivc_experiments = matrix::ivc_experiments(mode);
     let total = measured
         .iter()
-        .map(|(row, _)| match row.guest {
-            Guest::Linux => experiments.len(),
+        .map(|(row, boot)| match row.guest {
+            Guest::Linux => matrix::linux_experiments_of(*boot, mode).len(),
             Guest::Ivc => ivc_experiments.len(),
             Guest::FreeRtos => 1,
         })
         .sum();
-    let jobs = matrix::linux_jobs(&experiments);
     let ivc_jobs = matrix::linux_jobs(&ivc_experiments);
     let mut progress = Progress::new(total);
     let mut records = Vec::new();
     let mut not_measured = Vec::new();
     for (row, boot) in &measured {
+        let jobs = matrix::linux_jobs(&matrix::linux_experiments_of(*boot, mode));
         let boots: Vec<&str> = match row.guest {
             Guest::Linux => jobs.iter().map(String::as_str).collect(),
             Guest::Ivc => ivc_jobs.iter().map(String::as_str).collect(),
@@ -128,7 +129,7 @@ pub fn run(options: &Options) -> Result<PathBuf> {
             let stop_after = match (boot, row.guest) {
                 (Boot::Beside { .. }, _) => Some(runner::BESIDE_END),
                 // FreeRTOS never stops: the run ends with Linux's job.
-                (_, Guest::Ivc) => Some(runner::IVC_END),
+                (Boot::BesideDemo(_), _) | (_, Guest::Ivc) => Some(runner::DEMO_END),
                 _ => None,
             };
             let captured =
@@ -175,19 +176,25 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
     if boots.iter().any(|b| {
         matches!(
             b,
-            Boot::Partita(_) | Boot::PartitaFreeRtos | Boot::NativeFreeRtos | Boot::Beside { .. }
+            Boot::Partita(_)
+                | Boot::PartitaFreeRtos
+                | Boot::NativeFreeRtos
+                | Boot::Beside { .. }
+                | Boot::BesideDemo(_)
         )
     }) {
         build::binaries()?;
     }
-    let beside = boots.iter().any(|b| matches!(b, Boot::Beside { .. }));
-    let ivc = measured.iter().any(|(row, _)| row.guest == Guest::Ivc);
-    if beside || ivc || measured.iter().any(|(row, _)| row.guest == Guest::Linux) {
+    let beside = boots
+        .iter()
+        .any(|b| matches!(b, Boot::Beside { .. } | Boot::BesideDemo(_)));
+    let linux = measured
+        .iter()
+        .any(|(row, _)| matches!(row.guest, Guest::Linux | Guest::Ivc));
+    if beside || linux {
         let guest = linux::prepare(cache)?;
-        if beside || ivc {
-            // configs/default.toml and split.toml boot the initramfs with the IVC tools.
-            linux::prepare_ivc(cache, &guest)?;
-        }
+        // configs/default.toml and split.toml boot the initramfs with the IVC tools.
+        linux::prepare_ivc(cache, &guest)?;
     }
     if boots.contains(&Boot::XenDom0) {
         xen::prepare(cache)?;
@@ -254,7 +261,7 @@ fn records_of(
             let sections = console::sections(console);
             let experiments = match row.guest {
                 Guest::Ivc => matrix::ivc_experiments(mode),
-                _ => matrix::linux_experiments(mode),
+                _ => matrix::linux_experiments_of(boot, mode),
             };
             for (experiment, _) in experiments {
                 let section = sections.iter().find(|s| s.name == experiment.name);

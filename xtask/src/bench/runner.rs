@@ -89,7 +89,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
             let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
             Ok(machine(&image, system.config.board.cpus))
         }
-        Boot::Partita(config) => {
+        Boot::Partita(config) | Boot::BesideDemo(config) => {
             let image = paths::build_dir().join("bench").join("partita.img");
             let system = build::boot_image(
                 &paths::root().join(config),
@@ -133,6 +133,11 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
     }
 }
 
+/// The console line after which a Linux job beside the FreeRTOS demo is over: Linux has
+/// powered off (after Partita printed its counters); FreeRTOS never does, so QEMU is
+/// stopped there.
+pub const DEMO_END: &str = "[partita] vm linux: powered off";
+
 /// The FreeRTOS VM's name in configs/default.toml and configs/split.toml.
 pub const BESIDE_RTOS_VM: &str = "freertos";
 
@@ -140,8 +145,6 @@ pub const BESIDE_RTOS_VM: &str = "freertos";
 /// printed `bench: done`, powered off and Partita has printed its counters. Linux never
 /// powers off under its load, so QEMU is stopped there.
 pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
-/// The line that ends an IVC run: Linux powered off after its job (FreeRTOS runs on).
-pub const IVC_END: &str = "[partita] vm linux: powered off";
 
 fn machine(image: &Path, cpus: u8) -> Command {
     Machine {

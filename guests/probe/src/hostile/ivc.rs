@@ -13,7 +13,7 @@ use crate::platform::Platform;
 use crate::smccc_calls::{call, Conduit, INVALID_PARAMETERS};
 
 /// PARTITA_IVC_RING (x1 = channel id) and its refusal for ringing too soon.
-const IVC_RING: u32 = 0xc600_0002;
+const IVC_RING: u32 = 0xc600_0003;
 const DENIED: i64 = -3;
 /// Channel 0 ("rt-link", with FreeRTOS): this VM is member 1, read-write, at this window;
 /// one ring per `RT_LINK_INTERVAL_US` at most.

@@ -11,6 +11,7 @@
 //! probe's own Rust code uses except through the documented attack addresses.
 
 mod calls;
+mod console;
 mod devices;
 mod forms;
 mod gic;
@@ -127,6 +128,10 @@ pub const PROBES: &[Probe] = &[
     probe("pmu-counters",            Ignored,           sysregs::pmu),
     probe("icc-group0",              Emulated,          sysregs::icc_group0),
     probe("tlbi-dc-sw-storm",        Contained,         sysregs::maintenance_storm),
+    probe("uart-flood",              Emulated,          console::uart_flood),
+    probe("console-call-forge",      Contained,         console::console_call_forge),
+    probe("console-call-bad-count",  Ignored,           console::console_call_bad_count),
+    probe("console-call-storm",      Emulated,          console::console_call_storm),
     probe("ivc-ring-foreign",        Ignored,           ivc::ring_foreign),
     probe("ivc-ring-storm",          Contained,         ivc::ring_storm),
     probe("ivc-readonly-write",      AbortInjected,     ivc::readonly_write),
