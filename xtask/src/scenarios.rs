@@ -309,7 +309,7 @@ const IVC_DEMO: &[Expect] = &[
     Expect::NoLine(FREERTOS_FAULT),
 ];
 
-pub const SCENARIOS: [Scenario; 28] = [
+pub const SCENARIOS: [Scenario; 31] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -325,6 +325,16 @@ pub const SCENARIOS: [Scenario; 28] = [
         boot: Boot::Partita("configs/probe.toml"),
         job: None,
         cpu: Cpu::Max,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: CLEAN_PROBE,
+    },
+    Scenario {
+        name: "probe-cortex-a53",
+        boot: Boot::Partita("configs/probe.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
         icount: false,
         end: End::Exit(0),
         timeout_secs: 60,
@@ -397,6 +407,35 @@ pub const SCENARIOS: [Scenario; 28] = [
         end: End::Exit(0),
         timeout_secs: 180,
         expect: TIMER_TICKED,
+    },
+    Scenario {
+        name: "linux-timer-a53",
+        boot: Boot::Partita(LINUX_CONFIG),
+        job: Some(TIMER_JOB),
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 180,
+        expect: TIMER_TICKED,
+    },
+    Scenario {
+        // The shipped system on the embedded boards' core: FreeRTOS keeps its deadlines
+        // beside Linux running a job on the same Cortex-A53.
+        name: "default-linux-a53",
+        boot: Boot::Partita("configs/default.toml"),
+        job: Some("hackbench -g 2 -l 100"),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: &[
+            Expect::Line("[linux] partita: job exit 0"),
+            Expect::Line(LINUX_POWERED_OFF),
+            Expect::CountAtLeast(FREERTOS_RT, 3),
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::NoLine(FREERTOS_FAULT),
+            Expect::NoLine(PANIC),
+        ],
     },
     Scenario {
         name: "linux-beside-probe",
@@ -874,7 +913,7 @@ mod tests {
                 "unexpected line matching \"[probe] FAIL *\"",
             ]
         );
-        let reset = &SCENARIOS[3];
+        let reset = SCENARIOS.iter().find(|s| s.name == "probe-reset").unwrap();
         assert_eq!(
             verdict(
                 reset,

@@ -24,8 +24,10 @@ pub use channel::{
 };
 pub use placement::{MAX_SLICE_US, MIN_SLICE_US};
 
-/// Largest guest-physical address + 1: Partita gives every VM a 40-bit IPA space.
-pub const IPA_LIMIT: u64 = 1 << 40;
+/// Largest guest-physical address + 1: Partita gives every VM a 39-bit IPA space (a stage-2
+/// walk from level 1 without concatenated tables, which every ARMv8-A CPU with 40-bit
+/// physical addresses, Cortex-A53 included, can take).
+pub const IPA_LIMIT: u64 = 1 << 39;
 /// Granule of every memory region and device window.
 pub const PAGE_SIZE: u64 = 0x1000;
 /// Longest VM name (it tags every console line).
@@ -519,7 +521,7 @@ fn validate_region(board: &Board, i: usize, j: usize, m: &MemoryRegion) -> Resul
         return Err(ConfigError::new(
             key("base"),
             format!(
-                "guest range {} is beyond the 40-bit guest-physical space",
+                "guest range {} is beyond the 39-bit guest-physical space",
                 range(&m.guest())
             ),
         ));
@@ -572,7 +574,7 @@ fn validate_devices(board: &Board, vm: &VmConfig, i: usize) -> Result<(), Config
         if !Region::new(0, IPA_LIMIT).contains(&w) {
             return Err(ConfigError::new(
                 key("base"),
-                format!("{:#x} is beyond the 40-bit guest-physical space", w.base),
+                format!("{:#x} is beyond the 39-bit guest-physical space", w.base),
             ));
         }
         if let Some((k, m)) = vm

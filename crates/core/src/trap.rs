@@ -248,6 +248,7 @@ pub struct DeviceAccess {
 
 /// The emulable access `esr` describes, if it is one: the common MMIO exit, which the exit
 /// fast path takes. Every other syndrome is `None` and goes through `decode`.
+#[inline]
 pub fn device_access(esr: u64) -> Option<DeviceAccess> {
     // EC, ISV, S1PTW and FnV in one test: every other exit pays only this. The fields are
     // then read as `decode_data_abort` reads them (a test holds the two together).

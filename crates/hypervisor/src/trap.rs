@@ -152,7 +152,8 @@ fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
         if gic {
             return vm.vgic.write(ipa, access.size, value).is_ok();
         }
-        match vm.devices.write(ipa, access.size, value) {
+        let index = vm.index();
+        match vm.devices.write(index, ipa, access.size, value) {
             Ok(raise) => {
                 if let Some(intid) = raise {
                     vm.raise_owned_spi(intid);

@@ -419,9 +419,7 @@ impl Vm {
 
     /// Handles one exit of the loaded vCPU.
     pub fn handle(&mut self, exit: Exit) -> Outcome {
-        let outcome = trap::handle(self, exit);
-        self.devices.drain_uarts(self.index);
-        outcome
+        trap::handle(self, exit)
     }
 
     /// The loaded vCPU's virtual-timer deadline in physical ticks, if its timer is armed.

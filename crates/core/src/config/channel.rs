@@ -270,7 +270,7 @@ fn physical(
     Ok(())
 }
 
-/// The member's guest-physical window: aligned, in the 40-bit space, clear of the VM's RAM,
+/// The member's guest-physical window: aligned, in the 39-bit space, clear of the VM's RAM,
 /// devices, virtual GIC and earlier channels.
 fn window(
     cfg: &SystemConfig,
@@ -292,7 +292,7 @@ fn window(
         return Err(ConfigError::new(
             key,
             format!(
-                "guest range {} is beyond the 40-bit guest-physical space",
+                "guest range {} is beyond the 39-bit guest-physical space",
                 range(&w)
             ),
         ));

@@ -45,18 +45,11 @@ pub struct UartAccess {
     pub irq_changed: bool,
 }
 
-/// Sends what `uart` transmitted to VM `vm`'s console stream, in chunks.
+/// Sends what `uart` transmitted (a store to its data register queues one byte) to VM
+/// `vm`'s console stream.
 fn drain(uart: &mut Pl011, vm: usize) {
-    let mut bytes = heapless::Vec::<u8, 32>::new();
     while let Some(byte) = uart.take_tx() {
-        if bytes.push(byte).is_err() {
-            console::vm_output(vm, &bytes);
-            bytes.clear();
-            let _ = bytes.push(byte);
-        }
-    }
-    if !bytes.is_empty() {
-        console::vm_output(vm, &bytes);
+        console::vm_output(vm, &[byte]);
     }
 }
 
@@ -102,10 +95,11 @@ impl Devices {
         model.device().read(offset, size)
     }
 
-    /// A guest store of `size` at `ipa`; the interrupt it asked a test device to raise
-    /// (`RAISE`), if it did.
+    /// A store of `size` at `ipa` by VM `vm`'s guest; the interrupt it asked a test device
+    /// to raise (`RAISE`), if it did. What a UART transmitted goes to the VM's console.
     pub fn write(
         &mut self,
+        vm: usize,
         ipa: u64,
         size: AccessSize,
         value: u64,
@@ -114,7 +108,10 @@ impl Devices {
         model.device().write(offset, size, value)?;
         Ok(match model {
             Model::Test(test) => test.take_raise(),
-            Model::Uart(_) => None,
+            Model::Uart(uart) => {
+                drain(uart, vm);
+                None
+            }
         })
     }
 
@@ -135,15 +132,6 @@ impl Devices {
             Model::Uart(uart) => Some(uart),
             Model::Test(_) => None,
         })
-    }
-
-    /// Moves everything the UARTs of VM `vm` transmitted to its console stream.
-    pub fn drain_uarts(&mut self, vm: usize) {
-        for d in &mut self.devices {
-            if let Model::Uart(uart) = &mut d.model {
-                drain(uart, vm);
-            }
-        }
     }
 
     /// An access to one of VM `vm`'s UARTs at `ipa` (`write` carries a store's value),
@@ -171,9 +159,7 @@ impl Devices {
             None => uart.read(offset, size),
         }
         .ok()?;
-        while let Some(byte) = uart.take_tx() {
-            console::vm_output(vm, &[byte]);
-        }
+        drain(uart, vm);
         Some(UartAccess {
             value,
             irq_changed: uart.irq_pending() != line,
