@@ -52,6 +52,10 @@ enum Op {
     Pop {
         buf: u16,
     },
+    WantSpace,
+    SpaceWanted {
+        answered: u32,
+    },
     /// The peer scribbles a word anywhere in the channel.
     Scribble {
         word: u16,
@@ -195,6 +199,12 @@ fuzz_target!(|input: (u8, u8, u32, Vec<Op>)| {
                         }
                     }
                     Err(e) => panic!("pop: {e:?}"),
+                }
+            }
+            Op::WantSpace => producer.want_space(),
+            Op::SpaceWanted { answered } => {
+                if let Some(count) = consumer.space_wanted(answered) {
+                    assert_ne!(count, answered);
                 }
             }
             Op::Scribble { word, value } => {

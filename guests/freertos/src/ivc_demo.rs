@@ -93,8 +93,10 @@ struct Service<'c> {
     tx: Producer<'c, ChannelMemory>,
     rx: Consumer<'c, ChannelMemory>,
     options: Options,
-    /// The peer is waiting for a doorbell we could not ring yet (rate rule).
+    /// The peer is waiting for a doorbell (for data or for room) we have not rung yet.
     owed_ring: bool,
+    /// The count of Linux's requests for room last answered (`Consumer::space_wanted`).
+    space_answered: u32,
     /// A pong that found the ring full, sent first next time.
     pending_pong: Option<([u8; MAX_MESSAGE], usize)>,
     corrupt_reported: bool,
@@ -145,6 +147,7 @@ pub extern "C" fn task(options: *mut c_void) {
         rx,
         options,
         owed_ring: false,
+        space_answered: 0,
         pending_pong: None,
         corrupt_reported: false,
         next_sample: timer::now(),
@@ -195,11 +198,22 @@ impl Service<'_> {
     fn run(&mut self) -> ! {
         loop {
             self.receive_all();
-            let blocked = self.send_work();
+            // Linux waits for room in its ring, which the pops above may have freed.
+            if let Some(wanted) = self.rx.space_wanted(self.space_answered) {
+                self.space_answered = wanted;
+                self.owed_ring = true;
+            }
+            let mut blocked = self.send_work();
+            if blocked {
+                // Our ring is full: ask Linux to ring when it frees room, then look again
+                // (room freed in between rang no doorbell).
+                self.tx.want_space();
+                blocked = self.send_work();
+            }
             self.settle_ring();
             if blocked || self.owed_ring {
-                // Our ring is full (or a ring was refused): give the CPU away for a tick
-                // rather than spin, so Linux can run and drain it.
+                // Still full (or a ring was refused): give the CPU away until Linux rings
+                // or a tick passes, rather than spin, so Linux can run and drain it.
                 self.channel.wait_ms(1);
                 continue;
             }

@@ -3,7 +3,8 @@
  * libpartita_ivc: the ring format of docs/ivc.md over a channel mapped from
  * /dev/partita-ivc<id>. Indices are 64-bit byte counts (acquire/release), records are a
  * u32 length, a u32 tag and the payload padded to 4 bytes, copied word by word; the
- * consumer's WAITING word and a full fence on both sides decide who rings.
+ * consumer's WAITING word (data wanted) and the producer's SPACE_WANTED count (room
+ * wanted), each with a full fence on both sides, decide who rings.
  */
 #include "libpartita_ivc.h"
 
@@ -142,7 +143,7 @@ long pivc_recv(struct pivc *c, uint32_t *tag, void *buf, size_t cap)
 	struct pivc_ring *r = &c->rx;
 	uint8_t *out = buf;
 	uint64_t head, tail;
-	uint32_t len;
+	uint32_t len, wanted;
 	long in_use;
 	size_t i;
 
@@ -168,6 +169,14 @@ long pivc_recv(struct pivc *c, uint32_t *tag, void *buf, size_t cap)
 		memcpy(out + i, &word, n);
 	}
 	store64(r->base + PIVC_TAIL, tail + RECORD(len));
+	/* The producer bumps SPACE_WANTED, then reads TAIL: one of us sees the other. Ring
+	 * once half the ring is free, not per record. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	wanted = load32(r->base + PIVC_SPACE_WANTED);
+	if (wanted != c->space_answered && (size_t)in_use - RECORD(len) <= r->capacity / 2) {
+		c->space_answered = wanted;
+		pivc_ring(c);
+	}
 	return len;
 }
 
@@ -188,6 +197,22 @@ int pivc_wait(struct pivc *c, int timeout_ms)
 		ready = poll(&p, 1, timeout_ms);
 	store32(c->rx.base + PIVC_WAITING, 0);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (ready > 0 && (p.revents & POLLIN))
+		(void)!read(c->fd, &count, sizeof(count));
+	return ready < 0 ? -errno : 0;
+}
+
+int pivc_wait_space(struct pivc *c, int timeout_ms)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	uint64_t tail = load64(c->tx.base + PIVC_TAIL);
+	uint32_t count;
+	int ready = 1;
+
+	store32(c->tx.base + PIVC_SPACE_WANTED, load32(c->tx.base + PIVC_SPACE_WANTED) + 1);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (load64(c->tx.base + PIVC_TAIL) == tail)
+		ready = poll(&p, 1, timeout_ms);
 	if (ready > 0 && (p.revents & POLLIN))
 		(void)!read(c->fd, &count, sizeof(count));
 	return ready < 0 ? -errno : 0;

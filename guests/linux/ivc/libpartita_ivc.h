@@ -16,6 +16,7 @@
 
 /* Ring layout (byte offsets in one ring). */
 #define PIVC_HEAD 0x00
+#define PIVC_SPACE_WANTED 0x08
 #define PIVC_TAIL 0x40
 #define PIVC_WAITING 0x48
 #define PIVC_DATA 0x80
@@ -43,6 +44,7 @@ struct pivc {
 	struct partita_ivc_info info;
 	struct pivc_ring tx; /* ours */
 	struct pivc_ring rx; /* the peer's (member 1 - ours in a two-VM channel) */
+	uint32_t space_answered; /* the peer's last request for room we rang for */
 };
 
 /* Opens /dev/partita-ivc<id> and maps the channel. 0 or a negative errno. */
@@ -56,6 +58,9 @@ int pivc_send(struct pivc *c, uint32_t tag, const void *payload, size_t len);
 long pivc_recv(struct pivc *c, uint32_t *tag, void *buf, size_t cap);
 /* Waits for a doorbell (or timeout_ms, -1 forever) unless the peer's ring has a message. */
 int pivc_wait(struct pivc *c, int timeout_ms);
+/* After a send found our ring full: asks the peer to ring when it frees room, and waits
+ * for a doorbell (or timeout_ms) unless room was freed meanwhile. */
+int pivc_wait_space(struct pivc *c, int timeout_ms);
 /* Rings the peers. */
 int pivc_ring(struct pivc *c);
 /* Drops everything in the peer's ring (after -EPROTO). */

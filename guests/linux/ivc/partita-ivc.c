@@ -54,7 +54,7 @@ static void send_blocking(struct pivc *c, uint32_t tag, const void *payload, siz
 	int err;
 
 	while ((err = pivc_send(c, tag, payload, len)) == -EAGAIN)
-		pivc_wait(c, 1);
+		pivc_wait_space(c, 1);
 	if (err)
 		fail("send", err);
 }
@@ -262,6 +262,8 @@ static int cmd_exchange(struct pivc *c, uint32_t n)
 			idle_since = now_ns();
 		else if (now_ns() - idle_since > 10000000000u)
 			break;
+		else if (sent < n)
+			pivc_wait_space(c, 1);
 		else
 			pivc_wait(c, 1);
 	}

@@ -14,6 +14,9 @@
 pub const HEAD: usize = 0x00;
 pub const TAIL: usize = 0x40;
 pub const WAITING: usize = 0x48;
+/// Written by the producer: how many times it has waited for room. A consumer that frees
+/// room and sees it changed since it last looked rings the producer.
+pub const SPACE_WANTED: usize = 0x08;
 /// Where the records start.
 pub const DATA: usize = 0x80;
 /// The record header: `u32` payload length, `u32` tag.
@@ -157,6 +160,16 @@ impl<'m, M: SharedMemory> Producer<'m, M> {
         Ok(self.mem.load_u32(ring.base + WAITING) != 0)
     }
 
+    /// Announces that the producer is about to wait for room (its ring was full): the
+    /// consumer rings after it next frees some. Try the push again before waiting: room
+    /// freed in between rang no doorbell only if the push now succeeds.
+    pub fn want_space(&self) {
+        let at = self.ring.base + SPACE_WANTED;
+        self.mem
+            .store_u32(at, self.mem.load_u32(at).wrapping_add(1));
+        self.mem.fence();
+    }
+
     /// Bytes free for records now.
     pub fn free(&self) -> Result<usize, RingError> {
         let head = self.mem.load_u64(self.ring.base + HEAD);
@@ -235,6 +248,24 @@ impl<'m, M: SharedMemory> Consumer<'m, M> {
         self.mem.fence();
     }
 
+    /// After popping: `Some(count)` when the producer has asked for room since this
+    /// consumer saw `answered` and at least half the ring is free (keep `count` and ring
+    /// the producer), else `None`. Waiting for half keeps a full ring from costing one
+    /// doorbell, and one switch to the producer, per record.
+    pub fn space_wanted(&self, answered: u32) -> Option<u32> {
+        // The pop stored TAIL; the producer bumps SPACE_WANTED and then reads TAIL: with a
+        // full barrier on both sides one of them sees the other.
+        self.mem.fence();
+        let wanted = self.mem.load_u32(self.ring.base + SPACE_WANTED);
+        let tail = self.mem.load_u64(self.ring.base + TAIL);
+        let head = self.mem.load_u64(self.ring.base + HEAD);
+        let half_free = self
+            .ring
+            .used(head, tail)
+            .map_or(true, |used| used <= self.ring.capacity / 2);
+        (wanted != answered && half_free).then_some(wanted)
+    }
+
     /// Drops everything in the ring: the way out after `Corrupt`.
     pub fn discard_all(&self) {
         let head = self.mem.load_u64(self.ring.base + HEAD);
@@ -300,6 +331,30 @@ mod tests {
         assert_eq!(c.pop(&mut buf), Ok(Some(Message { tag: 8, len: 0 })));
         assert_eq!(c.pop(&mut buf), Ok(None));
         assert_eq!(mem.load_u64(HEAD), 8 + 8 + 8);
+    }
+
+    #[test]
+    fn a_producer_waiting_for_room_is_rung_once() {
+        let mem = HostMemory::new(0x100);
+        let p = Producer::new(&mem, 0, 0x100).unwrap();
+        let c = Consumer::new(&mem, 0, 0x100).unwrap();
+        for tag in 0..4 {
+            assert_eq!(p.push(tag, &[0; 24]), Ok(false));
+        }
+        assert_eq!(p.push(4, &[0; 8]), Err(RingError::Full));
+        assert_eq!(c.space_wanted(0), None);
+        p.want_space();
+        // One record freed is not half the ring: no doorbell yet.
+        c.pop(&mut [0; 32]).unwrap().unwrap();
+        assert_eq!(c.space_wanted(0), None);
+        c.pop(&mut [0; 32]).unwrap().unwrap();
+        assert_eq!(c.space_wanted(0), Some(1));
+        assert_eq!(c.space_wanted(1), None);
+        assert_eq!(p.push(4, &[0; 8]), Ok(false));
+        mem.store_u32(SPACE_WANTED, u32::MAX);
+        p.want_space();
+        c.pop(&mut [0; 32]).unwrap().unwrap();
+        assert_eq!(c.space_wanted(u32::MAX), Some(0));
     }
 
     #[test]
