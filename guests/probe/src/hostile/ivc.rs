@@ -1,7 +1,7 @@
 //! Probes of inter-VM channels (configs/tests/hostile.toml pins them): ringing a channel
 //! the VM is not a member of, ringing in a loop (the rate rule must hold, whatever the
 //! loop does), writing the channel it may only read, touching just outside a channel's
-//! window, and scribbling over the ring FreeRTOS reads and ringing it (FreeRTOS must
+//! window or any channel's physical address, and scribbling over the ring FreeRTOS reads and ringing it (FreeRTOS must
 //! report the broken ring and keep its deadlines, which the host scenario checks).
 
 use aarch64_cpu::registers::{Readable, CNTFRQ_EL0, CNTVCT_EL0};
@@ -24,6 +24,9 @@ const RT_LINK_INTERVAL_US: u64 = 50;
 const RO_VIEW: u64 = 0x3001_0000;
 /// Channel 2 joins FreeRTOS and the wreck VM, not this one.
 const FOREIGN_CHANNEL: u64 = 2;
+/// The channels' physical memory (pinned): as guest-physical addresses they are nothing
+/// to this VM, not even its own channels' (stage 2 maps those only at their windows).
+const CHANNELS_PHYS: [u64; 3] = [0x60c0_0000, 0x60d0_0000, 0x60e0_0000];
 const RINGS: u32 = 20_000;
 
 fn ring(channel: u64) -> (i64, u64) {
@@ -85,9 +88,11 @@ pub fn readonly_write(_: &Platform) -> Outcome {
     expect_eq(format_args!("{RO_VIEW:#x} after the store"), after, before)
 }
 
-/// The doubleword right after a channel's window and the one below it are nobody's.
+/// The doubleword right after a channel's window and the one below it are nobody's, and
+/// neither are the channels' physical addresses, its own or the foreign one.
 pub fn outside_window(_: &Platform) -> Outcome {
-    for addr in [RT_LINK - 8, RO_VIEW + 0x1000, RO_VIEW + 0x1_0000] {
+    let around = [RT_LINK - 8, RO_VIEW + 0x1000, RO_VIEW + 0x1_0000];
+    for addr in around.into_iter().chain(CHANNELS_PHYS) {
         let got = Load::Double.run(addr);
         expect_abort(format_args!("ldr x at {addr:#x}"), addr)?;
         expect_eq(format_args!("ldr x at {addr:#x}: register"), got, UNTOUCHED)?;
