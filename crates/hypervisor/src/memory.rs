@@ -1,9 +1,10 @@
 //! A VM's RAM as Partita sees it: the guest-physical range, the physical range behind it, and
-//! the few ways EL2 writes into it (zeroing, copying an image or device tree in).
+//! the few ways EL2 writes into it (zeroing, copying an image or device tree in), and the
+//! clearing of inter-VM channel memory at boot.
 //!
 //! EL2 reaches guest RAM through its identity map. Ranges come from the validated
 //! configuration, so they lie in board RAM, outside Partita's own memory and outside every
-//! other VM's. This module must never hand out a reference into guest memory that outlives a
+//! other VM's (a channel's memory is outside every VM's RAM too). This module must never hand out a reference into guest memory that outlives a
 //! call: the guest may change it at any time.
 
 use core::arch::asm;
@@ -86,8 +87,8 @@ fn zero(start: u64, size: u64) {
     let block = 4u64 << (dczid & 0xf);
     let prohibited = dczid & (1 << 4) != 0;
     if prohibited || !start.is_multiple_of(4 * block) || !size.is_multiple_of(4 * block) {
-        // SAFETY: the caller passes a range of one VM's RAM (see the module comment),
-        // identity mapped as Normal memory, and no guest runs on it while it is rebuilt.
+        // SAFETY: the caller passes a range of one VM's RAM or of a channel (see the module
+        // comment), identity mapped as Normal memory, and no guest runs on it meanwhile.
         unsafe { core::ptr::write_bytes(start as *mut u8, 0, size as usize) };
         return;
     }
