@@ -45,7 +45,7 @@ pub fn describe(system: &System) -> String {
             .map_or_else(|| "unplanned".to_string(), range);
         let _ = writeln!(
             out,
-            "channel[{c}] {}: physical {phys} ({}), one ring per {} us per VM",
+            "channel[{c}] {}: physical {phys} ({}), a doorbell at most every {} us per VM",
             channel.name,
             size(channel.size),
             channel.ring_interval_us
