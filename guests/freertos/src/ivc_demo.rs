@@ -352,6 +352,9 @@ impl Service<'_> {
         more || self.pending_pong.is_some()
     }
 
+    /// Sends the figures; a sample that finds the ring full (nobody reads it) is dropped:
+    /// the stream is the latest figures, not a log, and the task then wakes once a period
+    /// rather than retrying every tick.
     fn send_sample(&mut self) {
         let [samples, max_ns, mean_ns, misses] = rt::published();
         let sample = Sample {
@@ -361,10 +364,9 @@ impl Service<'_> {
             misses,
             period_ms: u64::from(self.options.period_ms),
         };
-        if self.push(TAG_SAMPLE, &sample.encode()) {
-            let period = timer::frequency() * u64::from(self.options.period_ms) / 1000;
-            self.next_sample = timer::now() + period;
-        }
+        let _ = self.push(TAG_SAMPLE, &sample.encode());
+        let period = timer::frequency() * u64::from(self.options.period_ms) / 1000;
+        self.next_sample = timer::now() + period;
     }
 
     fn ms_to_next_sample(&self) -> u64 {
