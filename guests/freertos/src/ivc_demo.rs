@@ -1,4 +1,4 @@
-//! The IVC task: FreeRTOS's end of the channel to Linux (`docs/ivc.md`, "The demo").
+//! The IVC task: FreeRTOS's end of the channel to Linux (`docs/ivc.md`, "Try it").
 //!
 //! It always answers pings (`TAG_PING` -> `TAG_PONG`), obeys commands (`TAG_COMMAND`: the
 //! sample period, or a series of round trips of its own whose result it also sends back as
