@@ -7,7 +7,7 @@
 //! affects another VM (PARTITA_COUNTER only reads counters, of any VM).
 
 use partita_core::counters::Counter;
-use partita_core::hypercall::{respond, ret, Response};
+use partita_core::hypercall::{respond, ret, Response, CALL_REGISTERS};
 
 use crate::console;
 use crate::counters;
@@ -16,15 +16,10 @@ use crate::trap::Outcome;
 use crate::vcpu::GUEST_MPIDR;
 use crate::vm::Vm;
 
-/// Handles the call in the vCPU's x0..x3; `imm` is the HVC/SMC immediate (SMCCC uses 0).
+/// Handles the call in the vCPU's x0..x7; `imm` is the HVC/SMC immediate (SMCCC uses 0).
 pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
     let regs = &mut vm.vcpu.regs.x;
-    match respond(
-        [regs[0], regs[1], regs[2], regs[3]],
-        imm,
-        GUEST_MPIDR,
-        counters_value,
-    ) {
+    match respond(&regs[..CALL_REGISTERS], imm, GUEST_MPIDR, counters_value) {
         Response::Return { x0, x1 } => {
             regs[0] = x0;
             if let Some(x1) = x1 {
