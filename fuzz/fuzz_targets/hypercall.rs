@@ -1,4 +1,4 @@
-//! Hypercall dispatch (`partita_core::hypercall::respond`): any x0..x3, immediate, MPIDR,
+//! Hypercall dispatch (`partita_core::hypercall::respond`): any x0..x7, immediate, MPIDR,
 //! counter answer and doorbell outcome give one of the contract's answers, only the calls
 //! that may stop or reset the VM do, only PARTITA_IVC_RING rings a doorbell (with the
 //! channel id from x1, every bit of it), and a console write prints exactly the bytes it
@@ -38,7 +38,7 @@ fn outcome(pick: u8, wait_ns: u64) -> Ring {
     }
 }
 
-fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: Ring) {
+fn check(x: [u64; 8], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: Ring) {
     let function = x[0] as u32;
     let read = |_, _| counter;
     let rang = Cell::new(None);
@@ -46,7 +46,7 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: 
         rang.set(Some(channel));
         doorbell
     };
-    let response = respond(x, imm, own_mpidr, read, ring);
+    let response = respond(&x, imm, own_mpidr, read, ring);
     let is_ring = imm == 0 && function == PARTITA_IVC_RING;
     assert_eq!(rang.get(), is_ring.then_some(x[1]));
     match response {
@@ -68,8 +68,7 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: 
             assert!(imm == 0 && function == PARTITA_CONSOLE_WRITE);
             let count = usize::try_from(x[1]).expect("a printed count fits");
             assert!(count <= CONSOLE_CHUNK);
-            let mut carried = x[2].to_le_bytes().to_vec();
-            carried.extend_from_slice(&x[3].to_le_bytes());
+            let carried: Vec<u8> = x[2..].iter().flat_map(|w| w.to_le_bytes()).collect();
             assert_eq!(bytes.as_slice(), &carried[..count]);
         }
         Response::PowerOff => assert!(imm == 0 && (function == SYSTEM_OFF || function == CPU_OFF)),
@@ -83,8 +82,9 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: 
         assert_eq!(response, unsupported);
     }
     // SMCCC: the function ID is w0, so the upper half of x0 never matters.
-    let low = [x[0] & 0xffff_ffff, x[1], x[2], x[3]];
-    assert_eq!(respond(low, imm, own_mpidr, read, |_| doorbell), response);
+    let mut low = x;
+    low[0] &= 0xffff_ffff;
+    assert_eq!(respond(&low, imm, own_mpidr, read, |_| doorbell), response);
     if imm == 0 && function == PARTITA_CONSOLE_WRITE && x[1] > CONSOLE_CHUNK as u64 {
         let invalid = Response::Return {
             x0: ret::INVALID_PARAMETERS,
@@ -105,7 +105,7 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: 
         };
         assert_eq!(response, answer);
     }
-    let call = decode(x);
+    let call = decode(&x);
     assert_eq!(
         is_implemented(function),
         !matches!(call, Hypercall::Unsupported { .. })
@@ -122,9 +122,9 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: 
     let reaches_aff3 = function & (1 << 30) != 0 || affinity(own_mpidr) >> 32 == 0;
     if matches!(call, Hypercall::CpuOn { .. }) && reaches_aff3 {
         // Naming the caller's own MPIDR always answers ALREADY_ON.
-        let own = respond([x[0], own_mpidr, x[2], x[3]], 0, own_mpidr, read, |_| {
-            doorbell
-        });
+        let mut own_target = x;
+        own_target[1] = own_mpidr;
+        let own = respond(&own_target, 0, own_mpidr, read, |_| doorbell);
         let already_on = Response::Return {
             x0: ret::ALREADY_ON,
             x1: None,
@@ -133,7 +133,7 @@ fn check(x: [u64; 4], imm: u16, own_mpidr: u64, counter: Option<u64>, doorbell: 
     }
 }
 
-fuzz_target!(|input: ([u64; 4], u16, u64, Option<u64>, u8, u64)| {
+fuzz_target!(|input: ([u64; 8], u16, u64, Option<u64>, u8, u64)| {
     let (x, imm, own_mpidr, counter, pick, wait_ns) = input;
     check(x, imm, own_mpidr, counter, outcome(pick, wait_ns));
 });

@@ -17,13 +17,15 @@ pub const PARTITA_VERSION: u32 = 0xc600_0000;
 /// (`counters::Counter`) -> x0 = SUCCESS and x1 = the value, or x0 = INVALID_PARAMETERS.
 pub const PARTITA_COUNTER: u32 = 0xc600_0001;
 /// Partita's console write, the paravirtual console: x1 = how many bytes (0 to
-/// `CONSOLE_CHUNK`), x2 and x3 = the bytes, little endian (x2's lowest byte first) -> x0 =
+/// `CONSOLE_CHUNK`), x2..x7 = the bytes, little endian (x2's lowest byte first) -> x0 =
 /// SUCCESS, or INVALID_PARAMETERS for a larger count. The bytes join the VM's console
 /// output exactly as if its UART had sent them; one call costs one exit, where the UART
 /// costs one or two a byte (docs/console.md).
 pub const PARTITA_CONSOLE_WRITE: u32 = 0xc600_0002;
-/// The most bytes one PARTITA_CONSOLE_WRITE carries.
-pub const CONSOLE_CHUNK: usize = 16;
+/// The most bytes one PARTITA_CONSOLE_WRITE carries: six registers' worth.
+pub const CONSOLE_CHUNK: usize = 48;
+/// The registers a call reads: x0..x7.
+pub const CALL_REGISTERS: usize = 8;
 /// Partita's doorbell: x1 = channel id (configuration order, the device tree's
 /// `partita,channel`) -> x0 = SUCCESS when every other member of the channel was rung;
 /// INVALID_PARAMETERS when the caller is not a member (or there is no such channel);
@@ -101,15 +103,16 @@ pub struct ConsoleBytes {
 }
 
 impl ConsoleBytes {
-    /// The `count` bytes carried by `low` then `high`; `None` when `count` exceeds
-    /// `CONSOLE_CHUNK`.
-    pub fn from_registers(count: u64, low: u64, high: u64) -> Option<ConsoleBytes> {
+    /// The first `count` bytes of `words` (each register little endian, in order); `None`
+    /// when `count` exceeds `CONSOLE_CHUNK`. Registers past `words` read as zero.
+    pub fn from_registers(count: u64, words: &[u64]) -> Option<ConsoleBytes> {
         let len = usize::try_from(count)
             .ok()
             .filter(|&n| n <= CONSOLE_CHUNK)?;
         let mut bytes = [0u8; CONSOLE_CHUNK];
-        bytes[..8].copy_from_slice(&low.to_le_bytes());
-        bytes[8..].copy_from_slice(&high.to_le_bytes());
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
         Some(ConsoleBytes {
             bytes,
             len: len as u8,
@@ -131,14 +134,15 @@ fn argument(function: u32, x: u64) -> u64 {
     }
 }
 
-/// Decodes a call from the guest's x0..x3.
-pub fn decode(x: [u64; 4]) -> Hypercall {
-    let function = x[0] as u32;
-    let arg = |i: usize| argument(function, x[i]);
+/// Decodes a call from the guest's x0..x7 (registers past the end of `x` read as zero).
+pub fn decode(x: &[u64]) -> Hypercall {
+    let reg = |i: usize| x.get(i).copied().unwrap_or(0);
+    let function = reg(0) as u32;
+    let arg = |i: usize| argument(function, reg(i));
     match function {
         psci::PSCI_VERSION => Hypercall::PsciVersion,
         psci::PSCI_FEATURES => Hypercall::PsciFeatures {
-            function: x[1] as u32,
+            function: reg(1) as u32,
         },
         psci::PSCI_CPU_ON_32 | psci::PSCI_CPU_ON_64 => Hypercall::CpuOn {
             target: arg(1),
@@ -155,13 +159,14 @@ pub fn decode(x: [u64; 4]) -> Hypercall {
         SMCCC_VERSION => Hypercall::SmcccVersion,
         PARTITA_VERSION => Hypercall::PartitaVersion,
         PARTITA_COUNTER => Hypercall::PartitaCounter {
-            vm: x[1],
-            counter: x[2],
+            vm: reg(1),
+            counter: reg(2),
         },
-        PARTITA_CONSOLE_WRITE => {
-            Hypercall::PartitaConsoleWrite(ConsoleBytes::from_registers(x[1], x[2], x[3]))
-        }
-        PARTITA_IVC_RING => Hypercall::IvcRing { channel: x[1] },
+        PARTITA_CONSOLE_WRITE => Hypercall::PartitaConsoleWrite(ConsoleBytes::from_registers(
+            reg(1),
+            x.get(2..).unwrap_or(&[]),
+        )),
+        PARTITA_IVC_RING => Hypercall::IvcRing { channel: reg(1) },
         function => Hypercall::Unsupported { function },
     }
 }
@@ -180,7 +185,7 @@ pub enum Ring {
 /// Whether PSCI_FEATURES reports `function` as implemented.
 pub fn is_implemented(function: u32) -> bool {
     !matches!(
-        decode([function as u64, 0, 0, 0]),
+        decode(&[u64::from(function)]),
         Hypercall::Unsupported { .. }
     )
 }
@@ -209,12 +214,12 @@ impl Response {
     }
 }
 
-/// The response to HVC/SMC `#imm` with the guest's x0..x3, for a uniprocessor VM whose vCPU
+/// The response to HVC/SMC `#imm` with the guest's x0..x7, for a uniprocessor VM whose vCPU
 /// has MPIDR `own_mpidr`. SMCCC calls use immediate 0: any other is NOT_SUPPORTED.
 /// `read_counter(vm, counter)` answers PARTITA_COUNTER: the value, or `None` when that VM
 /// or counter does not exist; `ring(channel)` rings a doorbell for PARTITA_IVC_RING.
 pub fn respond(
-    x: [u64; 4],
+    x: &[u64],
     imm: u16,
     own_mpidr: u64,
     read_counter: impl FnOnce(u64, u64) -> Option<u64>,
@@ -224,7 +229,7 @@ pub fn respond(
         decode(x)
     } else {
         Hypercall::Unsupported {
-            function: x[0] as u32,
+            function: x.first().copied().unwrap_or(0) as u32,
         }
     };
     let is_self = |target: u64| affinity(target) == affinity(own_mpidr);
@@ -276,15 +281,17 @@ pub fn respond(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
+    use alloc::vec::Vec;
 
     #[test]
     fn psci_ids_decode() {
-        assert_eq!(decode([0x8400_0000, 0, 0, 0]), Hypercall::PsciVersion);
-        assert_eq!(decode([0x8400_0008, 0, 0, 0]), Hypercall::SystemOff);
-        assert_eq!(decode([0x8400_0009, 0, 0, 0]), Hypercall::SystemReset);
-        assert_eq!(decode([0x8400_0002, 0, 0, 0]), Hypercall::CpuOff);
+        assert_eq!(decode(&[0x8400_0000, 0, 0, 0]), Hypercall::PsciVersion);
+        assert_eq!(decode(&[0x8400_0008, 0, 0, 0]), Hypercall::SystemOff);
+        assert_eq!(decode(&[0x8400_0009, 0, 0, 0]), Hypercall::SystemReset);
+        assert_eq!(decode(&[0x8400_0002, 0, 0, 0]), Hypercall::CpuOff);
         assert_eq!(
-            decode([0x8400_000a, 0x8400_0008, 0, 0]),
+            decode(&[0x8400_000a, 0x8400_0008, 0, 0]),
             Hypercall::PsciFeatures {
                 function: 0x8400_0008
             }
@@ -294,16 +301,16 @@ mod tests {
     #[test]
     fn upper_half_of_x0_is_ignored() {
         assert_eq!(
-            decode([0xdead_beef_8000_0000, 0, 0, 0]),
+            decode(&[0xdead_beef_8000_0000, 0, 0, 0]),
             Hypercall::SmcccVersion
         );
-        assert_eq!(decode([0x1_c600_0000, 0, 0, 0]), Hypercall::PartitaVersion);
+        assert_eq!(decode(&[0x1_c600_0000, 0, 0, 0]), Hypercall::PartitaVersion);
     }
 
     #[test]
     fn counter_reads_carry_every_argument_bit() {
         assert_eq!(
-            decode([0xc600_0001, u64::MAX, 1 << 40, 7]),
+            decode(&[0xc600_0001, u64::MAX, 1 << 40, 7]),
             Hypercall::PartitaCounter {
                 vm: u64::MAX,
                 counter: 1 << 40
@@ -313,35 +320,46 @@ mod tests {
     }
 
     #[test]
-    fn console_writes_carry_up_to_sixteen_bytes() {
-        let low = u64::from_le_bytes(*b"hello, w");
-        let high = u64::from_le_bytes(*b"orld!\r\n\0");
-        let Hypercall::PartitaConsoleWrite(Some(bytes)) = decode([0xc600_0002, 15, low, high])
-        else {
+    fn console_writes_carry_up_to_forty_eight_bytes() {
+        let words: Vec<u64> = b"hello, world! Partita's console call carries 48B"
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let mut x = vec![0xc600_0002, 48];
+        x.extend(&words);
+        let Hypercall::PartitaConsoleWrite(Some(bytes)) = decode(&x) else {
             panic!("not a console write");
         };
-        assert_eq!(bytes.as_slice(), b"hello, world!\r\n");
         assert_eq!(
-            respond(
-                [0xc600_0002, 15, low, high],
-                0,
-                0,
-                |_, _| None,
-                |_| Ring::NotMember
-            ),
+            bytes.as_slice(),
+            b"hello, world! Partita's console call carries 48B"
+        );
+        assert_eq!(
+            respond(&x, 0, 0, |_, _| None, |_| Ring::NotMember),
             Response::Print(bytes)
         );
-        let empty = ConsoleBytes::from_registers(0, low, high).unwrap();
-        assert_eq!(empty.as_slice(), b"");
-        for count in [17, 1 << 32, u64::MAX] {
+        x[1] = 13;
+        assert_eq!(
+            decode(&x),
+            Hypercall::PartitaConsoleWrite(ConsoleBytes::from_registers(13, &words))
+        );
+        let short = ConsoleBytes::from_registers(13, &words).unwrap();
+        assert_eq!(short.as_slice(), b"hello, world!");
+        assert_eq!(
+            ConsoleBytes::from_registers(0, &words).unwrap().as_slice(),
+            b""
+        );
+        // Registers the caller did not pass read as zero.
+        assert_eq!(
+            ConsoleBytes::from_registers(9, &words[..1])
+                .unwrap()
+                .as_slice(),
+            b"hello, w\0"
+        );
+        for count in [49, 1 << 32, u64::MAX] {
+            x[1] = count;
             assert_eq!(
-                respond(
-                    [0xc600_0002, count, low, high],
-                    0,
-                    0,
-                    |_, _| None,
-                    |_| Ring::NotMember
-                ),
+                respond(&x, 0, 0, |_, _| None, |_| Ring::NotMember),
                 Response::value(ret::INVALID_PARAMETERS)
             );
         }
@@ -351,7 +369,7 @@ mod tests {
     #[test]
     fn cpu_on_32_truncates_arguments_and_64_does_not() {
         assert_eq!(
-            decode([0x8400_0003, 0x1_0000_0001, 0x2_4000_0000, u64::MAX]),
+            decode(&[0x8400_0003, 0x1_0000_0001, 0x2_4000_0000, u64::MAX]),
             Hypercall::CpuOn {
                 target: 1,
                 entry: 0x4000_0000,
@@ -359,7 +377,7 @@ mod tests {
             }
         );
         assert_eq!(
-            decode([0xc400_0003, 0x1_0000_0001, 0x2_4000_0000, 7]),
+            decode(&[0xc400_0003, 0x1_0000_0001, 0x2_4000_0000, 7]),
             Hypercall::CpuOn {
                 target: 0x1_0000_0001,
                 entry: 0x2_4000_0000,
@@ -367,7 +385,7 @@ mod tests {
             }
         );
         assert_eq!(
-            decode([0xc400_0004, 1, 0, 0]),
+            decode(&[0xc400_0004, 1, 0, 0]),
             Hypercall::AffinityInfo {
                 target: 1,
                 level: 0
@@ -379,7 +397,7 @@ mod tests {
     fn unknown_ids_are_unsupported() {
         for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0004, 0x8000_0001, 0] {
             assert_eq!(
-                decode([id, 0, 0, 0]),
+                decode(&[id, 0, 0, 0]),
                 Hypercall::Unsupported {
                     function: id as u32
                 }
@@ -418,7 +436,7 @@ mod tests {
             _ => Ring::NotMember,
         };
         let respond0 =
-            |x: [u64; 4]| respond(x, 0, me, |vm, c| (vm == 1 && c == 2).then_some(7), ring);
+            |x: [u64; 4]| respond(&x, 0, me, |vm, c| (vm == 1 && c == 2).then_some(7), ring);
         let value = |x0| Response::Return { x0, x1: None };
         assert_eq!(respond0([0x8400_0000, 0, 0, 0]), value(PSCI_VERSION_1_1));
         assert_eq!(
@@ -467,7 +485,7 @@ mod tests {
         );
         assert_eq!(respond0([0x1234, 0, 0, 0]), value(ret::NOT_SUPPORTED));
         assert_eq!(
-            respond([0x8400_0008, 0, 0, 0], 1, me, |_, _| None, ring),
+            respond(&[0x8400_0008, 0, 0, 0], 1, me, |_, _| None, ring),
             value(ret::NOT_SUPPORTED)
         );
         assert_eq!(respond0([0xc600_0003, 0, 0, 0]), value(ret::SUCCESS));

@@ -9,7 +9,7 @@
 //! reads counters, of any VM).
 
 use partita_core::counters::Counter;
-use partita_core::hypercall::{respond, ret, Response};
+use partita_core::hypercall::{respond, ret, Response, CALL_REGISTERS};
 
 use crate::console;
 use crate::counters;
@@ -18,21 +18,17 @@ use crate::trap::Outcome;
 use crate::vcpu::GUEST_MPIDR;
 use crate::vm::Vm;
 
-/// Handles the call in the vCPU's x0..x3; `imm` is the HVC/SMC immediate (SMCCC uses 0).
+/// Handles the call in the vCPU's x0..x7; `imm` is the HVC/SMC immediate (SMCCC uses 0).
 pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
-    let regs = vm.vcpu.regs.x;
+    // The call's registers, copied so that a ring may borrow the VM.
+    let mut args = [0u64; CALL_REGISTERS];
+    args.copy_from_slice(&vm.vcpu.regs.x[..CALL_REGISTERS]);
     let mut local_ring = false;
-    let response = respond(
-        [regs[0], regs[1], regs[2], regs[3]],
-        imm,
-        GUEST_MPIDR,
-        counters_value,
-        |channel| {
-            let (ring, local) = vm.ring(channel);
-            local_ring = local;
-            ring
-        },
-    );
+    let response = respond(&args, imm, GUEST_MPIDR, counters_value, |channel| {
+        let (ring, local) = vm.ring(channel);
+        local_ring = local;
+        ring
+    });
     match response {
         Response::Return { x0, x1 } => {
             let regs = &mut vm.vcpu.regs.x;

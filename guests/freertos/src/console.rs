@@ -1,5 +1,5 @@
 //! The guest's console: whole lines on the PL011 the device tree named, or, under Partita,
-//! through Partita's console call (`partita::console_write`, 16 bytes per exit instead of
+//! through Partita's console call (`partita::console_write`, 48 bytes per exit instead of
 //! one or two exits per byte), which lands in the same console stream.
 //!
 //! Before the scheduler starts, lines go straight to the UART. Once tasks run, a FreeRTOS
@@ -69,7 +69,7 @@ pub fn halt(args: fmt::Arguments<'_>) -> ! {
 pub enum Path {
     /// The PL011 driver, byte by byte.
     Uart,
-    /// Partita's console call, 16 bytes at a time.
+    /// Partita's console call, 48 bytes at a time.
     Call,
 }
 
@@ -113,10 +113,18 @@ pub fn line_through(path: Path, args: fmt::Arguments<'_>) {
 }
 
 /// Text gathered into console calls of `partita::CONSOLE_CHUNK` bytes.
-#[derive(Default)]
 struct ConsoleCalls {
     chunk: [u8; partita::CONSOLE_CHUNK],
     len: usize,
+}
+
+impl Default for ConsoleCalls {
+    fn default() -> Self {
+        ConsoleCalls {
+            chunk: [0; partita::CONSOLE_CHUNK],
+            len: 0,
+        }
+    }
 }
 
 impl ConsoleCalls {

@@ -203,7 +203,7 @@ impl Channel {
 
     /// Rings every other member.
     pub fn ring(&self) -> Rang {
-        match psci::hypervisor_call(PARTITA_IVC_RING, [self.info.id, 0, 0]) {
+        match psci::hypervisor_call(PARTITA_IVC_RING, &[self.info.id]) {
             Some([ret::SUCCESS, _]) => Rang::Yes,
             Some([ret::DENIED, wait_ns]) => Rang::TooSoon(wait_ns),
             _ => Rang::Refused,

@@ -2,7 +2,7 @@
 //! end) through the UART driver, and, under Partita, through Partita's console call; the
 //! guest's own counter time per line, as `experiment=console test=<uart|call>
 //! metric=line-64` in ns. Under a hypervisor each UART character is a trapped data-register
-//! write (and a flag poll); a console call carries 16 bytes.
+//! write (and a flag poll); a console call carries 48 bytes.
 
 use super::args::{Mode, Selection};
 use super::report;

@@ -22,7 +22,7 @@ pub fn report_counters() {
         let mut values = [0u64; MAX_COUNTERS];
         let mut count = 0;
         while count < MAX_COUNTERS {
-            match psci::hypervisor_call(PARTITA_COUNTER, [vm, count as u64, 0]) {
+            match psci::hypervisor_call(PARTITA_COUNTER, &[vm, count as u64]) {
                 Some([0, value]) => values[count] = value,
                 _ => break,
             }
