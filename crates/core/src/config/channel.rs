@@ -416,3 +416,65 @@ pub(super) fn plan(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{two_vms_on_cpu0, validated};
+    use super::*;
+    use alloc::vec;
+
+    fn with_channel(explicit_phys: Option<u64>) -> SystemConfig {
+        let mut cfg = two_vms_on_cpu0();
+        let member = |vm: &str, access| ChannelMember {
+            vm: vm.into(),
+            base: 0x3000_0000,
+            access,
+            irq: 64,
+        };
+        cfg.channels = vec![ChannelConfig {
+            name: "link".into(),
+            size: 0x1_0000,
+            phys: explicit_phys,
+            ring_interval_us: DEFAULT_RING_INTERVAL_US,
+            members: vec![
+                member("a", Access::ReadWrite),
+                member("b", Access::ReadOnly),
+            ],
+        }];
+        cfg
+    }
+
+    #[test]
+    fn a_channel_gets_memory_of_its_own_and_each_member_its_view() {
+        let cfg = validated(with_channel(None)).unwrap();
+        let phys = cfg.channels[0].physical().unwrap();
+        assert!(phys.base.is_multiple_of(PAGE_SIZE));
+        for vm in &cfg.vms {
+            assert!(!vm
+                .memory
+                .iter()
+                .any(|m| m.physical().unwrap().overlaps(&phys)));
+        }
+        let a = cfg.channels_of("a");
+        let b = cfg.channels_of("b");
+        assert_eq!((a.len(), b.len()), (1, 1));
+        assert_eq!((a[0].member, b[0].member, b[0].members), (0, 1, 2));
+        assert_eq!(
+            (a[0].access, b[0].access),
+            (Access::ReadWrite, Access::ReadOnly)
+        );
+        assert_eq!(a[0].phys, b[0].phys);
+        assert_eq!(a[0].window, Region::new(0x3000_0000, 0x1_0000));
+        assert!(cfg.channels_of("c").is_empty());
+    }
+
+    #[test]
+    fn vm_memory_is_planned_around_an_explicit_channel() {
+        let first_vm = validated(two_vms_on_cpu0()).unwrap().vms[0].memory[0]
+            .phys
+            .unwrap();
+        let cfg = validated(with_channel(Some(first_vm))).unwrap();
+        assert_eq!(cfg.channels[0].phys, Some(first_vm));
+        assert_ne!(cfg.vms[0].memory[0].phys, Some(first_vm));
+    }
+}
