@@ -1,7 +1,7 @@
 //! The measurement matrix as data (shared/BENCHMARKS.md): which configuration runs which
 //! guest and how it boots, which experiments a guest runs in each mode, and which figure
-//! of each experiment the summary tables compare. A configuration that cannot run yet is
-//! a row with the reason, so it becomes a measured row by changing its `Availability`.
+//! of each experiment the summary tables compare. Experiments no configuration runs yet
+//! are listed with the reason (`EXPERIMENTS_NOT_RUN`).
 //! Nothing here starts QEMU or reads output.
 
 use super::parse::{Parser, SysbenchTest};
@@ -51,6 +51,10 @@ pub enum Boot {
     PartitaFreeRtos,
     /// Xen 4.17 with the Linux guest as dom0.
     XenDom0,
+    /// Xen 4.17 with the FreeRTOS image as a dom0less domU: alone (`None`, the whole suite,
+    /// `freertos_bootargs`), or sharing the one pCPU with the Linux guest as dom0 running
+    /// `load` (the latency benchmark, `beside_bootargs`).
+    XenDomU(Option<Load>),
     /// Partita with this configuration file's FreeRTOS VM running the latency benchmark
     /// (`beside_bootargs`) and its Linux VM running `load` for the whole measurement.
     Beside { config: &'static str, load: Load },
@@ -97,65 +101,64 @@ impl Load {
 /// The line a load job prints when its load starts.
 pub const LOAD_MARKER: &str = "partita-bench: load ";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Availability {
-    Measured(Boot),
-    /// Not measured yet, and why.
-    NotMeasured(&'static str),
-}
-
 /// One configuration x guest of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
-    /// The configuration id of BENCHMARKS.md: native, solo, shared, split, xen.
+    /// The configuration id (`CONFIGS`).
     pub config: &'static str,
     pub guest: Guest,
-    pub availability: Availability,
+    pub boot: Boot,
 }
-
-const NO_DOMU: &str = "FreeRTOS as a Xen dom0less domU is not set up yet";
 
 const fn beside(config: &'static str, file: &'static str, load: Load) -> Row {
     Row {
         config,
         guest: Guest::FreeRtos,
-        availability: Availability::Measured(Boot::Beside { config: file, load }),
+        boot: Boot::Beside { config: file, load },
+    }
+}
+
+const fn xen_beside(config: &'static str, load: Load) -> Row {
+    Row {
+        config,
+        guest: Guest::FreeRtos,
+        boot: Boot::XenDomU(Some(load)),
     }
 }
 
 const SHARED: &str = "configs/default.toml";
 const SPLIT: &str = "configs/split.toml";
 
-pub const ROWS: [Row; 13] = [
+pub const ROWS: [Row; 17] = [
     Row {
         config: "native",
         guest: Guest::Linux,
-        availability: Availability::Measured(Boot::NativeLinux),
+        boot: Boot::NativeLinux,
     },
     Row {
         config: "solo",
         guest: Guest::Linux,
-        availability: Availability::Measured(Boot::Partita("configs/linux.toml")),
+        boot: Boot::Partita("configs/linux.toml"),
     },
     Row {
         config: "xen",
         guest: Guest::Linux,
-        availability: Availability::Measured(Boot::XenDom0),
+        boot: Boot::XenDom0,
     },
     Row {
         config: "native",
         guest: Guest::FreeRtos,
-        availability: Availability::Measured(Boot::NativeFreeRtos),
+        boot: Boot::NativeFreeRtos,
     },
     Row {
         config: "solo",
         guest: Guest::FreeRtos,
-        availability: Availability::Measured(Boot::PartitaFreeRtos),
+        boot: Boot::PartitaFreeRtos,
     },
     Row {
-        config: "xen",
+        config: "xen-solo",
         guest: Guest::FreeRtos,
-        availability: Availability::NotMeasured(NO_DOMU),
+        boot: Boot::XenDomU(None),
     },
     beside("shared-idle", SHARED, Load::Idle),
     beside("shared-hackbench", SHARED, Load::Hackbench),
@@ -164,6 +167,10 @@ pub const ROWS: [Row; 13] = [
     beside("split-idle", SPLIT, Load::Idle),
     beside("split-hackbench", SPLIT, Load::Hackbench),
     beside("split-stress", SPLIT, Load::Stress),
+    xen_beside("xen-shared-idle", Load::Idle),
+    xen_beside("xen-shared-hackbench", Load::Hackbench),
+    xen_beside("xen-shared-stress", Load::Stress),
+    xen_beside("xen-shared-irqstorm", Load::IrqStorm),
 ];
 
 /// Experiments of BENCHMARKS.md this suite does not run yet in any configuration:
@@ -182,19 +189,37 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
     ),
 ];
 
-/// The configuration ids in table order: `shared-<load>` is FreeRTOS beside Linux running
-/// that load on one pCPU (configs/default.toml), `split-<load>` on two (configs/split.toml).
-pub const CONFIGS: [&str; 10] = [
+/// The configuration ids in table order, each Xen configuration beside Partita's: `solo`
+/// and `xen-solo` one guest alone; `shared-<load>` is FreeRTOS beside Linux running that
+/// load on one pCPU (configs/default.toml), `xen-shared-<load>` the same under Xen (FreeRTOS
+/// a dom0less domU, Linux dom0); `split-<load>` on two pCPUs (configs/split.toml); `xen`
+/// Linux as dom0 alone.
+pub const CONFIGS: [&str; 15] = [
     "native",
     "solo",
+    "xen-solo",
     "shared-idle",
+    "xen-shared-idle",
     "shared-hackbench",
+    "xen-shared-hackbench",
     "shared-stress",
+    "xen-shared-stress",
     "shared-irqstorm",
+    "xen-shared-irqstorm",
     "split-idle",
     "split-hackbench",
     "split-stress",
     "xen",
+];
+
+/// Each Partita FreeRTOS configuration and its Xen counterpart (the same guest alone, or
+/// the same Linux load on the one pCPU), whose latency histograms the report overlays.
+pub const XEN_PEERS: [(&str, &str); 5] = [
+    ("solo", "xen-solo"),
+    ("shared-idle", "xen-shared-idle"),
+    ("shared-hackbench", "xen-shared-hackbench"),
+    ("shared-stress", "xen-shared-stress"),
+    ("shared-irqstorm", "xen-shared-irqstorm"),
 ];
 
 /// One Linux experiment: the command it runs in each mode (None: skipped in that mode).
@@ -461,18 +486,36 @@ mod tests {
 
     #[test]
     fn every_configuration_of_the_matrix_has_its_rows_once() {
+        // FreeRTOS only: beside a Linux load, or alone under Xen (`xen` is Linux alone).
+        let freertos_only = |config: &str| {
+            ["shared-", "split-", "xen-"]
+                .iter()
+                .any(|p| config.starts_with(p))
+        };
         for config in CONFIGS {
-            let beside = config.starts_with("shared-") || config.starts_with("split-");
+            let beside = freertos_only(config);
             for guest in [Guest::Linux, Guest::FreeRtos] {
                 let rows = ROWS
                     .iter()
                     .filter(|r| r.config == config && r.guest == guest)
                     .count();
-                let expected = usize::from(!beside || guest == Guest::FreeRtos);
+                let expected = match (config, guest) {
+                    ("xen", Guest::FreeRtos) => 0,
+                    _ => usize::from(!beside || guest == Guest::FreeRtos),
+                };
                 assert_eq!(rows, expected, "{config} {}", guest.name());
             }
         }
         assert!(ROWS.iter().all(|r| CONFIGS.contains(&r.config)));
+        for (partita, xen) in XEN_PEERS {
+            for config in [partita, xen] {
+                assert!(
+                    ROWS.iter()
+                        .any(|r| r.config == config && r.guest == Guest::FreeRtos),
+                    "{config}"
+                );
+            }
+        }
     }
 
     #[test]
