@@ -6,10 +6,11 @@
 //! is; this module never edits sources or configurations.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use partita_core::config::ConsoleView;
 
 use crate::config::{self, System};
 use crate::elf::Executable;
@@ -74,8 +75,23 @@ pub fn hypervisor_elf() -> std::path::PathBuf {
 
 /// Loads `config_file` and writes its boot image to `out`. With a `job`, every Linux VM runs
 /// it instead of its shell (the job goes on its kernel command line).
-pub fn boot_image(config_file: &Path, out: &Path, job: Option<&str>) -> Result<System> {
-    boot_image_with(config_file, out, job, None)
+pub fn boot_image(
+    config_file: &Path,
+    out: &Path,
+    job: Option<&str>,
+    console: &ConsoleUse,
+) -> Result<System> {
+    boot_image_with(config_file, out, job, None, console)
+}
+
+/// How the console of a boot image is used.
+#[derive(Clone, Debug)]
+pub enum ConsoleUse {
+    /// By a person: the configuration's `[console] view`; with a folder, Partita also writes
+    /// each VM's whole output there as `<vm>.log` (through semihosting: QEMU only).
+    AsConfigured { log_dir: Option<PathBuf> },
+    /// Read line by line by a test or the bench: every VM's lines tagged, from the start.
+    AllTagged,
 }
 
 /// `boot_image`, with the boot arguments of VM `bootargs.0` replaced by `bootargs.1` (the
@@ -85,9 +101,21 @@ pub fn boot_image_with(
     out: &Path,
     job: Option<&str>,
     bootargs: Option<(&str, &str)>,
+    console: &ConsoleUse,
 ) -> Result<System> {
     step(format!("checking configuration {}", config_file.display()));
     let mut system = config::load(config_file)?;
+    match console {
+        ConsoleUse::AllTagged => system.config.console.view = ConsoleView::All,
+        ConsoleUse::AsConfigured { log_dir: Some(dir) } => {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            let dir = dir
+                .canonicalize()
+                .with_context(|| format!("cannot resolve {}", dir.display()))?;
+            system.config.console.log_dir = Some(dir.to_string_lossy().into_owned());
+        }
+        ConsoleUse::AsConfigured { log_dir: None } => {}
+    }
     if let Some(job) = job {
         give_linux_job(&mut system, job)?;
     }

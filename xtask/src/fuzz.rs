@@ -24,7 +24,7 @@ pub struct FuzzTarget {
     pub covers: &'static str,
 }
 
-pub const TARGETS: [FuzzTarget; 7] = [
+pub const TARGETS: [FuzzTarget; 8] = [
     FuzzTarget {
         name: "trap",
         covers: "ESR_EL2 syndromes, MMIO access decoding and loads, sysreg ISS, fault IPA",
@@ -40,6 +40,10 @@ pub const TARGETS: [FuzzTarget; 7] = [
     FuzzTarget {
         name: "pl011",
         covers: "the PL011 UART model's registers and FIFOs",
+    },
+    FuzzTarget {
+        name: "console",
+        covers: "a VM's console output: line splitting, cleaning, history and replay",
     },
     FuzzTarget {
         name: "testdev",

@@ -8,6 +8,7 @@
 mod bench;
 mod build;
 mod config;
+mod conversation;
 mod elf;
 mod fuzz;
 mod hostile;
@@ -31,7 +32,7 @@ use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::process::{step, Ending};
-use crate::qemu::{Cpu, Machine, GDB_PORT};
+use crate::qemu::{Clock, Cpu, Machine, GDB_PORT};
 
 #[derive(Parser)]
 #[command(
@@ -182,7 +183,8 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         Task::Setup => setup::setup()?,
         Task::Build(config) => {
             build::binaries()?;
-            build::boot_image(&config.file(), &paths::boot_image(), None)?;
+            let console = build::ConsoleUse::AsConfigured { log_dir: None };
+            build::boot_image(&config.file(), &paths::boot_image(), None, &console)?;
         }
         Task::Run {
             xen: true,
@@ -275,15 +277,26 @@ struct RunOptions {
 fn run(config: &Path, job: Option<&str>, options: &RunOptions) -> Result<ExitCode> {
     build::binaries()?;
     let image = paths::boot_image();
-    let system = build::boot_image(config, &image, job)?;
+    let console = match job {
+        Some(_) => build::ConsoleUse::AllTagged,
+        None => build::ConsoleUse::AsConfigured {
+            log_dir: Some(paths::run_logs()),
+        },
+    };
+    let system = build::boot_image(config, &image, job, &console)?;
+    if job.is_none() {
+        step(format!(
+            "each VM's whole output goes to {}/<vm>.log",
+            paths::shown(&paths::run_logs()).display()
+        ));
+    }
     let machine = Machine {
-        image: &image,
         cpu: options.cpu,
         cpus: system.config.board.cpus,
-        icount: options.icount,
+        clock: Clock::for_run(options.icount, job.is_none()),
         gdb: false,
     };
-    run_qemu(machine.command(), options.timeout)
+    run_qemu(machine.command(&image), options.timeout)
 }
 
 /// Boots Debian's kernel and the project's initramfs directly on QEMU.
@@ -291,7 +304,7 @@ fn run_native_linux(job: Option<&str>, icount: bool, timeout: Option<u64>) -> Re
     let guest = linux::prepare(&paths::cache_dir())?;
     let bootargs = linux::bootargs(job, &[])?;
     let options = linux::NativeOptions {
-        icount,
+        clock: Clock::for_run(icount, job.is_none()),
         no_reboot: false,
     };
     run_qemu(linux::native_command(&guest, &bootargs, &options), timeout)
@@ -303,7 +316,10 @@ fn run_xen(domains: &xen::Domains<'_>, icount: bool, timeout: Option<u64>) -> Re
     if domains.freertos.is_some() {
         build::binaries()?;
     }
-    let boot = xen::boot(&paths::cache_dir(), domains, &xen::XenOptions { icount })?;
+    let options = xen::XenOptions {
+        clock: Clock::for_run(icount, domains.dom0 == Some(None)),
+    };
+    let boot = xen::boot(&paths::cache_dir(), domains, &options)?;
     step(format!(
         "Xen {} with {}",
         boot.version,
@@ -329,13 +345,12 @@ fn run_native_freertos(
     build::binaries()?;
     let image = paths::guest_image("freertos");
     let machine = Machine {
-        image: &image,
         cpu,
         cpus: 1,
-        icount,
+        clock: Clock::for_run(icount, append.is_none()),
         gdb: false,
     };
-    let mut cmd = machine.command();
+    let mut cmd = machine.command(&image);
     if let Some(bootargs) = append {
         cmd.args(["-append", bootargs]);
     }
@@ -364,12 +379,14 @@ fn run_qemu(mut cmd: Command, timeout: Option<u64>) -> Result<ExitCode> {
 fn debug(config: &Path, cpu: Cpu) -> Result<ExitCode> {
     build::binaries()?;
     let image = paths::boot_image();
-    let system = build::boot_image(config, &image, None)?;
+    let console = build::ConsoleUse::AsConfigured {
+        log_dir: Some(paths::run_logs()),
+    };
+    let system = build::boot_image(config, &image, None, &console)?;
     let machine = Machine {
-        image: &image,
         cpu,
         cpus: system.config.board.cpus,
-        icount: false,
+        clock: Clock::Host,
         gdb: true,
     };
     let mut gdb = Command::new("gdb-multiarch");
@@ -379,7 +396,7 @@ fn debug(config: &Path, cpu: Cpu) -> Result<ExitCode> {
         "QEMU waits for gdb on port {GDB_PORT}; in another terminal run:\n    {}",
         process::describe(&gdb)
     ));
-    let mut cmd = machine.command();
+    let mut cmd = machine.command(&image);
     step(format!("running {}", process::describe(&cmd)));
     let status = cmd.status().context("cannot start qemu-system-aarch64")?;
     Ok(exit_code(process::exit_code(status)))

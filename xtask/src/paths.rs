@@ -39,6 +39,11 @@ pub fn guest_image(name: &str) -> PathBuf {
     build_dir().join("guests").join(format!("{name}.bin"))
 }
 
+/// Where an interactive run keeps each VM's whole console output (`<vm>.log`).
+pub fn run_logs() -> PathBuf {
+    build_dir().join("run")
+}
+
 pub fn scenario_image(name: &str) -> PathBuf {
     build_dir().join("tests").join(format!("{name}.img"))
 }

@@ -158,19 +158,30 @@ pub fn capture(
 
 /// Appends everything `pipe` yields to `output`, as it arrives.
 fn collect(
-    mut pipe: impl Read + Send + 'static,
+    pipe: impl Read + Send + 'static,
     output: &Arc<Mutex<String>>,
 ) -> thread::JoinHandle<()> {
     let output = Arc::clone(output);
+    read_pipe(pipe, move |chunk| {
+        if let Ok(mut o) = output.lock() {
+            o.push_str(&String::from_utf8_lossy(chunk));
+        }
+    })
+}
+
+/// Passes everything `pipe` yields to `take`, chunk by chunk as it arrives, on a thread of
+/// its own that ends with the pipe.
+pub fn read_pipe(
+    mut pipe: impl Read + Send + 'static,
+    mut take: impl FnMut(&[u8]) + Send + 'static,
+) -> thread::JoinHandle<()> {
     thread::spawn(move || {
         let mut chunk = [0u8; 4096];
         while let Ok(n) = pipe.read(&mut chunk) {
             if n == 0 {
                 break;
             }
-            if let Ok(mut o) = output.lock() {
-                o.push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
+            take(&chunk[..n]);
         }
     })
 }

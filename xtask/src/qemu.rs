@@ -1,7 +1,11 @@
-//! The QEMU machine Partita runs on: `virt` with EL2 and a GICv3, the boot image as `-kernel`.
+//! The one emulated machine every QEMU run uses: `virt` with EL2 and a GICv3, no network,
+//! semihosting for Partita's exit status, the boot program as `-kernel`.
 //!
-//! This module only builds command lines (see the QEMU contract in the project notes); the
-//! callers decide whether QEMU runs on the terminal, under gdb or captured by a scenario.
+//! Partita's runs, the native Linux and FreeRTOS runs, Xen, the bench, `debug`, the
+//! scenarios and setup's smoke boot all start from `Machine::command` (or `Machine::board`),
+//! so a flag the board needs is written once. This module only builds command lines; the
+//! callers add what their boot needs (`-initrd`, `-append`, `-device`) and decide whether
+//! QEMU runs on the terminal, under gdb or captured by a scenario.
 
 use std::path::Path;
 use std::process::Command;
@@ -27,23 +31,45 @@ impl Cpu {
     }
 }
 
-/// QEMU's clock options. Deterministic runs (`--icount`) count instructions (1 instruction =
-/// 1 ns of virtual time), skip idle time and fix the seed and the guest's RTC, as
-/// BENCHMARKS.md asks: a guest never sees the emulator's own slowness as lateness, and two
-/// runs print the same. Other runs use QEMU's real-time clock, where the host's load shows
-/// up as guest latency.
-pub fn clock_args(deterministic: bool) -> &'static [&'static str] {
-    if deterministic {
-        &[
+/// How time passes in the emulated machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// QEMU's real-time clock: the host's load shows up as guest latency.
+    Host,
+    /// Deterministic, for measurements and scenarios: 1 instruction = 1 ns of virtual time,
+    /// idle time skipped, fixed seed and guest RTC (BENCHMARKS.md), so two runs print the
+    /// same and a guest never sees the emulator's slowness as lateness.
+    Counted,
+    /// Interactive: instructions counted as in `Counted`, but idle time passes in real time
+    /// (`sleep=on`), so an idle system prints at the wall clock's pace while a person reads.
+    CountedIdleWall,
+}
+
+impl Clock {
+    /// The clock of a run with `--icount`: `Counted` when it runs a job to its end,
+    /// `CountedIdleWall` when a person uses its console; without `--icount`, `Host`.
+    pub fn for_run(icount: bool, interactive: bool) -> Clock {
+        match (icount, interactive) {
+            (false, _) => Clock::Host,
+            (true, false) => Clock::Counted,
+            (true, true) => Clock::CountedIdleWall,
+        }
+    }
+
+    fn args(self) -> Vec<&'static str> {
+        let icount = match self {
+            Clock::Host => return Vec::new(),
+            Clock::Counted => "shift=0,align=off,sleep=off",
+            Clock::CountedIdleWall => "shift=0,align=off,sleep=on",
+        };
+        vec![
             "-icount",
-            "shift=0,align=off,sleep=off",
+            icount,
             "-seed",
             "1",
             "-rtc",
             "base=2020-01-01T00:00:00,clock=vm",
         ]
-    } else {
-        &[]
     }
 }
 
@@ -51,28 +77,46 @@ pub fn clock_args(deterministic: bool) -> &'static [&'static str] {
 pub const GDB_PORT: u16 = 1234;
 
 /// What to start QEMU with.
-pub struct Machine<'a> {
-    pub image: &'a Path,
+#[derive(Clone, Copy, Debug)]
+pub struct Machine {
     pub cpu: Cpu,
     pub cpus: u8,
-    /// Deterministic virtual time (see `clock_args`).
-    pub icount: bool,
+    pub clock: Clock,
     /// Halt at reset and wait for gdb on `GDB_PORT`.
     pub gdb: bool,
 }
 
-impl Machine<'_> {
-    pub fn command(&self) -> Command {
+impl Machine {
+    /// One CPU of the default model: the machine of the native, Xen and smoke runs.
+    pub fn single(clock: Clock) -> Machine {
+        Machine {
+            cpu: Cpu::CortexA72,
+            cpus: 1,
+            clock,
+            gdb: false,
+        }
+    }
+
+    /// The board alone, without console or boot program: `-M`, `-cpu`, memory, CPUs, no
+    /// network card (the default one needs `ipxe-qemu`'s ROM, and no guest has a network).
+    pub fn board(&self) -> Command {
         let mut cmd = Command::new("qemu-system-aarch64");
         cmd.args(["-M", "virt,virtualization=on,gic-version=3"])
             .args(["-cpu", self.cpu.qemu_name()])
             .args(["-m", "4G"])
             .args(["-smp", &self.cpus.to_string()])
-            .arg("-nographic")
+            .args(["-nic", "none"]);
+        cmd
+    }
+
+    /// The board booting `kernel` with the console on QEMU's standard input and output.
+    pub fn command(&self, kernel: &Path) -> Command {
+        let mut cmd = self.board();
+        cmd.arg("-nographic")
             .args(["-semihosting-config", "enable=on,target=native"])
             .arg("-kernel")
-            .arg(self.image);
-        cmd.args(clock_args(self.icount));
+            .arg(kernel);
+        cmd.args(self.clock.args());
         if self.gdb {
             cmd.args(["-S", "-gdb", &format!("tcp::{GDB_PORT}")]);
         }
@@ -88,15 +132,31 @@ mod tests {
     #[test]
     fn the_command_line_follows_the_contract() {
         let machine = Machine {
-            image: Path::new("build/partita.img"),
             cpu: Cpu::Max,
             cpus: 2,
-            icount: true,
+            clock: Clock::Counted,
             gdb: true,
         };
         assert_eq!(
-            describe(&machine.command()),
-            "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu max,pauth-impdef=on -m 4G -smp 2 -nographic -semihosting-config enable=on,target=native -kernel build/partita.img -icount shift=0,align=off,sleep=off -seed 1 -rtc base=2020-01-01T00:00:00,clock=vm -S -gdb tcp::1234"
+            describe(&machine.command(Path::new("build/partita.img"))),
+            "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu max,pauth-impdef=on -m 4G -smp 2 -nic none -nographic -semihosting-config enable=on,target=native -kernel build/partita.img -icount shift=0,align=off,sleep=off -seed 1 -rtc base=2020-01-01T00:00:00,clock=vm -S -gdb tcp::1234"
         );
+    }
+
+    #[test]
+    fn interactive_runs_let_idle_time_follow_the_wall_clock() {
+        assert_eq!(Clock::for_run(true, true), Clock::CountedIdleWall);
+        assert_eq!(Clock::for_run(true, false), Clock::Counted);
+        assert_eq!(Clock::for_run(false, true), Clock::Host);
+        let machine = Machine::single(Clock::CountedIdleWall);
+        let line = describe(&machine.command(Path::new("k")));
+        assert!(
+            line.ends_with(
+                "-icount shift=0,align=off,sleep=on -seed 1 -rtc base=2020-01-01T00:00:00,clock=vm"
+            ),
+            "{line}"
+        );
+        let host = describe(&Machine::single(Clock::Host).command(Path::new("k")));
+        assert!(!host.contains("-icount"), "{host}");
     }
 }

@@ -8,7 +8,8 @@
 //! is the success. Adding a scenario is adding a row to `SCENARIOS`; running them is
 //! `suite`'s job.
 
-use crate::qemu::Cpu;
+use crate::conversation::Step;
+use crate::qemu::{Clock, Cpu};
 
 /// A line pattern the console must show, must not show, or show an exact number of times.
 #[derive(Clone, Copy, Debug)]
@@ -75,6 +76,9 @@ pub enum Boot {
     /// The FreeRTOS guest image as a Xen 4.17 dom0less domU with these boot arguments;
     /// with a `job`, beside the Linux guest as dom0 running it on the same pCPU, else alone.
     XenFreertos(&'static str),
+    /// Partita with this configuration as `make run` boots it (its console view, each VM's
+    /// output logged, idle time on the wall clock), with a person typing this script.
+    Typed(&'static str, &'static [Step]),
 }
 
 pub struct Scenario {
@@ -90,6 +94,52 @@ pub struct Scenario {
     pub timeout_secs: u64,
     pub expect: &'static [Expect],
 }
+
+impl Scenario {
+    /// The clock QEMU runs the scenario with: a typed scenario's is `make run`'s.
+    pub fn clock(&self) -> Clock {
+        let interactive = matches!(self.boot, Boot::Typed(..));
+        Clock::for_run(self.icount, interactive)
+    }
+}
+
+/// A person at `make run`'s console (configs/default.toml: VM 1 is FreeRTOS, VM 2 Linux,
+/// which has the console at start): the Linux shell works with its escape sequences intact
+/// while FreeRTOS's lines stay off the terminal; Ctrl-\ 1 shows FreeRTOS with what it wrote
+/// meanwhile; Ctrl-\ 2 returns to the shell's prompt; Linux powers off and FreeRTOS goes
+/// on (Ctrl-\ 0 shows its tagged lines); Ctrl-A x quits QEMU; the logs hold both VMs'
+/// lines.
+const CONSOLE_SCRIPT: &[Step] = &[
+    Step::Shows("[partita] console: input goes to vm linux, the terminal shows it alone"),
+    Step::Mark,
+    Step::Shows("Booting Linux on physical CPU"),
+    Step::Shows("/ # "),
+    Step::NotShown("rt: samples="),
+    Step::NotShown("hello from FreeRTOS"),
+    Step::Shows("\x1b[6n"),
+    Step::Type("echo hello-$((6*7))\r"),
+    Step::Shows("hello-42\r\n/ # "),
+    Step::Type("\x1c1"),
+    Step::Shows("[partita] console: vm freertos (Ctrl-\\ then 0 shows all VMs)\r\n"),
+    Step::Shows("rt: samples="),
+    Step::Type("\x1c2"),
+    Step::Shows("[partita] console: vm linux (Ctrl-\\ then 0 shows all VMs)\r\n/ # "),
+    Step::Mark,
+    Step::Type("sleep 3; echo slept-$((1+1))\r"),
+    Step::Shows("slept-2"),
+    Step::NotShown("rt: samples="),
+    Step::NotShown("[freertos]"),
+    Step::Type("poweroff\r"),
+    Step::Shows("[partita] vm linux: powered off"),
+    Step::Type("\x1c0"),
+    Step::Shows("[partita] console: all VMs"),
+    Step::Shows("[freertos] rt: samples="),
+    Step::Shows("[freertos] rt: samples="),
+    Step::Type("\x01x"),
+    Step::Logged("linux", "hello-42"),
+    Step::Logged("linux", "slept-2"),
+    Step::Logged("freertos", "rt: samples="),
+];
 
 const PROBE_PASSED: &str = "[probe] probe: all * checks passed";
 const PROBE_FAILED: &str = "[probe] FAIL *";
@@ -212,7 +262,7 @@ const HOSTILE_OUTLINE: &[Expect] = &[
     Expect::NoLine(PANIC),
 ];
 
-pub const SCENARIOS: [Scenario; 25] = [
+pub const SCENARIOS: [Scenario; 26] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -597,6 +647,17 @@ pub const SCENARIOS: [Scenario; 25] = [
         timeout_secs: 300,
         expect: HOSTILE_OUTLINE,
     },
+    Scenario {
+        name: "console",
+        boot: Boot::Typed("configs/default.toml", CONSOLE_SCRIPT),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        // Ctrl-A x ends QEMU with status 0.
+        end: End::Exit(0),
+        timeout_secs: 30,
+        expect: &[Expect::NoLine(PANIC)],
+    },
 ];
 
 /// The word after `key` in `line`, if the key is there.
@@ -822,7 +883,7 @@ mod tests {
     #[test]
     fn every_scenario_config_exists() {
         for s in &SCENARIOS {
-            if let Boot::Partita(config) = s.boot {
+            if let Boot::Partita(config) | Boot::Typed(config, _) = s.boot {
                 assert!(
                     crate::paths::root().join(config).is_file(),
                     "scenario {} names a missing configuration {}",

@@ -6,12 +6,14 @@
 //! doing it, so the decision is unit-tested without touching the machine.
 
 use std::fmt;
-use std::process::Command;
+use std::io::Write;
+use std::process::{Command, Stdio};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::paths::{root, TARGET};
-use crate::process::{output, run, step};
+use crate::process::{describe, output, run, step};
+use crate::qemu::{Clock, Machine};
 
 /// Debian packages the tool uses: QEMU, the cross compiler for C guests with the C library
 /// the automotive programs link statically (only a recommendation of the compiler, and
@@ -138,6 +140,7 @@ pub fn setup() -> Result<()> {
     };
     if missing == Missing::default() {
         step("setup: everything is installed");
+        smoke_boot()?;
         return prepare_guests();
     }
     let mut wanted = missing.packages.clone();
@@ -161,7 +164,57 @@ pub fn setup() -> Result<()> {
         bail!("setup is incomplete: run the commands above, then try again");
     }
     step("setup: done");
+    smoke_boot()?;
     prepare_guests()
+}
+
+/// Starts the emulated machine every run uses, halted, and quits it through QEMU's monitor:
+/// a missing ROM or firmware is named here, with the package that holds it, instead of
+/// failing every run later.
+fn smoke_boot() -> Result<()> {
+    let mut qemu = Machine::single(Clock::Host).board();
+    qemu.args([
+        "-S", "-display", "none", "-serial", "none", "-monitor", "stdio",
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut child = qemu
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", describe(&qemu)))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // QEMU may already have exited on a missing file; its error says why.
+        let _ = stdin.write_all(b"quit\n");
+    }
+    let out = child.wait_with_output()?;
+    if out.status.success() {
+        step("setup: QEMU starts the emulated machine");
+        return Ok(());
+    }
+    let error = String::from_utf8_lossy(&out.stderr);
+    bail!(
+        "QEMU cannot start the emulated machine (`{}`): {}{}",
+        describe(&qemu),
+        error.trim(),
+        missing_file_hint(&error)
+    )
+}
+
+/// What to install for a QEMU start-up error that names a missing ROM or firmware file.
+fn missing_file_hint(error: &str) -> String {
+    let rom = error
+        .split('"')
+        .nth(1)
+        .filter(|_| error.contains("failed to find romfile"));
+    match rom {
+        Some(name) if name.starts_with("efi-") || name.starts_with("pxe-") => {
+            format!("; {name} comes with the Debian package ipxe-qemu: apt-get install ipxe-qemu")
+        }
+        Some(name) => {
+            format!("; find the Debian package that holds {name} with apt-file search {name}")
+        }
+        None => "; reinstall qemu-system-arm".to_owned(),
+    }
 }
 
 /// Downloads and assembles the Linux guest (quick when the cache is current).
@@ -181,6 +234,22 @@ mod tests {
 
     fn lines(invocations: &[Invocation]) -> Vec<String> {
         invocations.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_missing_rom_names_its_package() {
+        assert_eq!(
+            missing_file_hint("qemu-system-aarch64: failed to find romfile \"efi-virtio.rom\""),
+            "; efi-virtio.rom comes with the Debian package ipxe-qemu: apt-get install ipxe-qemu"
+        );
+        assert_eq!(
+            missing_file_hint("qemu-system-aarch64: failed to find romfile \"vgabios.bin\""),
+            "; find the Debian package that holds vgabios.bin with apt-file search vgabios.bin"
+        );
+        assert_eq!(
+            missing_file_hint("qemu-system-aarch64: -M bad: unsupported machine type"),
+            "; reinstall qemu-system-arm"
+        );
     }
 
     #[test]

@@ -6,12 +6,14 @@
 //! failing check never stops the others; only the final count and the exit status summarise
 //! them.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::build;
+use crate::build::{self, ConsoleUse};
+use crate::conversation;
 use crate::fuzz;
 use crate::hostile;
 use crate::linux;
@@ -220,20 +222,27 @@ fn run_scenario(scenario: &Scenario) -> Result<Vec<String>> {
 fn boot(scenario: &Scenario) -> Result<ScenarioRun> {
     let mut cmd = scenario_command(scenario)?;
     let deadline = Duration::from_secs(scenario.timeout_secs);
-    let stop = |output: &str| match scenario.end {
-        End::StopWhen(condition) => condition.met(console_lines(output)),
-        End::Exit(_) => false,
+    let (run, mut problems) = match scenario.boot {
+        Boot::Typed(_, script) => {
+            conversation::converse(&mut cmd, script, &typed_logs(scenario), deadline)?
+        }
+        _ => {
+            let stop = |output: &str| match scenario.end {
+                End::StopWhen(condition) => condition.met(console_lines(output)),
+                End::Exit(_) => false,
+            };
+            (process::capture(&mut cmd, deadline, stop)?, Vec::new())
+        }
     };
-    let run = process::capture(&mut cmd, deadline, stop)?;
     let output = run.output;
-    let mut problems = match (run.ending, run.stopped) {
+    problems.extend(match (run.ending, run.stopped) {
         (Ending::Exited(status), _) => verdict(scenario, RunEnd::Exited(status), &output),
         (Ending::TimedOut, true) => verdict(scenario, RunEnd::Stopped, &output),
         (Ending::TimedOut, false) => vec![format!(
             "QEMU did not end within {} s (stopped)",
             scenario.timeout_secs
         )],
-    };
+    });
     if hostile::judges(scenario.name) {
         problems.extend(hostile::report(&output).problems());
     }
@@ -250,33 +259,53 @@ fn boot(scenario: &Scenario) -> Result<ScenarioRun> {
     Ok(ScenarioRun { output, problems })
 }
 
+/// Where a typed scenario's VMs write their logs.
+fn typed_logs(scenario: &Scenario) -> PathBuf {
+    paths::scenario_image(scenario.name).with_extension("logs")
+}
+
 /// The QEMU command of a scenario: Partita's boot image for its configuration, or Linux
 /// directly on the same machine.
 fn scenario_command(scenario: &Scenario) -> Result<Command> {
     match scenario.boot {
-        Boot::Partita(config) => {
+        Boot::Partita(config) | Boot::Typed(config, _) => {
             let image = paths::scenario_image(scenario.name);
             let config = paths::shown(&root().join(config));
-            let system = build::boot_image(&config, &image, scenario.job)?;
+            let console = match scenario.boot {
+                Boot::Typed(..) => {
+                    // Last run's logs must not answer for this one.
+                    let logs = typed_logs(scenario);
+                    match std::fs::remove_dir_all(&logs) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(e)
+                                .with_context(|| format!("cannot remove {}", logs.display()))
+                        }
+                        _ => {}
+                    }
+                    ConsoleUse::AsConfigured {
+                        log_dir: Some(logs),
+                    }
+                }
+                _ => ConsoleUse::AllTagged,
+            };
+            let system = build::boot_image(&config, &image, scenario.job, &console)?;
             let machine = Machine {
-                image: &image,
                 cpu: scenario.cpu,
                 cpus: system.config.board.cpus,
-                icount: scenario.icount,
+                clock: scenario.clock(),
                 gdb: false,
             };
-            Ok(machine.command())
+            Ok(machine.command(&image))
         }
         Boot::NativeFreertos(bootargs) => {
             let image = paths::guest_image("freertos");
             let machine = Machine {
-                image: &image,
                 cpu: scenario.cpu,
                 cpus: 1,
-                icount: scenario.icount,
+                clock: scenario.clock(),
                 gdb: false,
             };
-            let mut cmd = machine.command();
+            let mut cmd = machine.command(&image);
             cmd.args(["-append", bootargs]);
             Ok(cmd)
         }
@@ -286,7 +315,7 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
                 freertos: Some(bootargs),
             };
             let options = xen::XenOptions {
-                icount: scenario.icount,
+                clock: scenario.clock(),
             };
             Ok(xen::boot(&paths::cache_dir(), &domains, &options)?.command)
         }
@@ -294,8 +323,8 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
             let guest = linux::prepare(&paths::cache_dir())?;
             let bootargs = linux::bootargs(scenario.job, &[])?;
             let options = linux::NativeOptions {
-                icount: scenario.icount,
-                ..linux::NativeOptions::default()
+                clock: scenario.clock(),
+                no_reboot: false,
             };
             Ok(linux::native_command(&guest, &bootargs, &options))
         }

@@ -7,15 +7,15 @@
 
 use partita_core::board::Platform;
 use partita_core::config::{
-    BoardConfig, ConfigError, DeviceConfig, EndAction, ImageConfig, InitrdConfig, MemoryRegion,
-    ResetAction, SystemConfig, TimerMode, VmConfig, VmKind,
+    BoardConfig, ConfigError, ConsoleConfig, ConsoleView, DeviceConfig, EndAction, ImageConfig,
+    InitrdConfig, MemoryRegion, ResetAction, SystemConfig, TimerMode, VmConfig, VmKind,
 };
 use partita_core::sched::DEFAULT_SLICE_US;
 use toml::{Table, Value};
 
 use super::fields::{wrong_type, Fields};
 
-const TOP_KEYS: [&str; 2] = ["board", "vm"];
+const TOP_KEYS: [&str; 3] = ["board", "vm", "console"];
 const BOARD_KEYS: [&str; 3] = ["platform", "cpus", "slice_us"];
 const VM_KEYS: [&str; 14] = [
     "name",
@@ -33,6 +33,7 @@ const VM_KEYS: [&str; 14] = [
     "timer",
     "irqs",
 ];
+const CONSOLE_KEYS: [&str; 1] = ["view"];
 const MEMORY_KEYS: [&str; 3] = ["base", "size", "phys"];
 const IMAGE_KEYS: [&str; 2] = ["path", "load"];
 const PL011_KEYS: [&str; 3] = ["type", "base", "irq"];
@@ -62,7 +63,33 @@ pub fn system(top: &Table) -> Result<SystemConfig, ConfigError> {
         .enumerate()
         .map(|(i, t)| vm(i, t))
         .collect::<Result<_, _>>()?;
-    Ok(SystemConfig { board, vms })
+    let console = match top.get("console") {
+        None => ConsoleConfig::default(),
+        Some(Value::Table(t)) => console(t)?,
+        Some(v) => return Err(wrong_type("console", "a table ([console])", v)),
+    };
+    Ok(SystemConfig {
+        board,
+        vms,
+        console,
+    })
+}
+
+fn console(table: &Table) -> Result<ConsoleConfig, ConfigError> {
+    let f = Fields::new("console", table, "[console]", &CONSOLE_KEYS)?;
+    let view = match f.string("view")? {
+        None => ConsoleView::default(),
+        Some(name) => ConsoleView::from_name(name).ok_or_else(|| {
+            ConfigError::new(
+                f.key("view"),
+                format!("unknown view \"{name}\"; expected \"focus\" or \"all\""),
+            )
+        })?,
+    };
+    Ok(ConsoleConfig {
+        view,
+        log_dir: None,
+    })
 }
 
 fn board(table: &Table) -> Result<BoardConfig, ConfigError> {

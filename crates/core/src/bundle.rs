@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use crate::config::{SystemConfig, PAGE_SIZE};
 
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 pub const HEADER_LEN: usize = 32;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -144,8 +144,8 @@ mod tests {
     use super::*;
     use crate::board::Platform;
     use crate::config::{
-        BoardConfig, EndAction, ImageConfig, InitrdConfig, MemoryRegion, ResetAction, VmConfig,
-        VmKind,
+        BoardConfig, ConsoleConfig, EndAction, ImageConfig, InitrdConfig, MemoryRegion,
+        ResetAction, VmConfig, VmKind,
     };
     use alloc::vec;
 
@@ -185,6 +185,7 @@ mod tests {
                     irqs: vec![],
                 })
                 .collect(),
+            console: ConsoleConfig::default(),
         }
     }
 

@@ -35,6 +35,45 @@ pub const MAX_BOOTARGS: usize = 2047;
 pub struct SystemConfig {
     pub board: BoardConfig,
     pub vms: Vec<VmConfig>,
+    pub console: ConsoleConfig,
+}
+
+/// How the physical console starts (`crate::console`), and where the host keeps each VM's
+/// whole output.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleConfig {
+    /// What the terminal shows at start.
+    pub view: ConsoleView,
+    /// The host folder where Partita writes each VM's output as `<name>.log` through
+    /// semihosting. The host tool sets it for the runs it starts on QEMU; it is not a key of
+    /// the configuration file.
+    pub log_dir: Option<String>,
+}
+
+/// What the terminal shows at start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConsoleView {
+    /// The VM that gets console input, byte for byte; the others' lines wait in their
+    /// history until they are shown.
+    #[default]
+    Focus,
+    /// Every VM's lines, tagged with its name.
+    All,
+}
+
+impl ConsoleView {
+    pub const ALL: [ConsoleView; 2] = [ConsoleView::Focus, ConsoleView::All];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ConsoleView::Focus => "focus",
+            ConsoleView::All => "all",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ConsoleView> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -813,6 +852,7 @@ mod tests {
                 slice_us: crate::sched::DEFAULT_SLICE_US,
             },
             vms,
+            console: ConsoleConfig::default(),
         }
     }
 

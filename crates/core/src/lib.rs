@@ -16,6 +16,7 @@ pub mod board;
 pub mod boot;
 pub mod bundle;
 pub mod config;
+pub mod console;
 pub mod counters;
 pub mod devices;
 pub mod fdt;

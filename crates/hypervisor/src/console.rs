@@ -1,17 +1,27 @@
 //! The physical console: Partita's PL011 driver behind a spin lock, the `println!` macro for
-//! hypervisor lines (`[partita] ...`) and the per-VM line buffer that prints each VM's UART
-//! output as whole lines tagged `[<vm name>] `.
+//! hypervisor lines (`[partita] ...`) and each VM's output stream, shown as the current view
+//! says (`partita_core::console`): the focused VM byte for byte, or every VM's whole lines
+//! tagged `[<vm name>] `. A hidden VM's lines wait in its history until it is shown; with a
+//! log folder, every VM's lines also go to `<folder>/<vm>.log` through semihosting.
 //!
-//! Only this module touches the physical UART. A whole line is written under one lock hold, so
-//! lines from different CPUs never interleave. Input is read only when the UART's receive
-//! interrupt says characters are waiting (`read_input`); it must never block on input.
+//! Only this module touches the physical UART. Locks are taken in one order: a VM's stream,
+//! then the UART; a hypervisor line takes the UART alone. A whole line is written under one
+//! UART hold, so lines from different CPUs never interleave, and each VM's stream has its
+//! own lock, so CPUs contend only when a focus switch replays a VM's history. Input is read
+//! only when the UART's receive interrupt says characters are waiting (`read_input`); it
+//! must never block on input.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use partita_core::board::QEMU_VIRT;
-use spin::Mutex;
+use partita_core::config::{ConsoleView, SystemConfig};
+use partita_core::console::{Terminal, View, VmOutput, MAX_LINE};
+use spin::{Mutex, Once};
+
+use crate::arch::aarch64::semihosting;
 
 /// PL011 registers used (offsets): data, flags, interrupt mask.
 const UARTDR: usize = 0x00;
@@ -22,11 +32,11 @@ const FR_TXFF: u32 = 1 << 5;
 /// UARTIMSC receive and receive-timeout interrupts.
 const IMSC_RX: u32 = (1 << 4) | (1 << 6);
 
-/// The longest VM line kept before it is printed anyway.
-const MAX_LINE: usize = 200;
-
 struct Pl011 {
     base: usize,
+    /// The last byte sent was a newline (or nothing was sent): the terminal's cursor is at
+    /// the start of a line.
+    at_line_start: bool,
 }
 
 impl Pl011 {
@@ -42,10 +52,20 @@ impl Pl011 {
             while self.register(UARTFR).read_volatile() & FR_TXFF != 0 {}
             self.register(UARTDR).write_volatile(u32::from(byte));
         }
+        self.at_line_start = byte == b'\n';
     }
-}
 
-impl Pl011 {
+    fn put_all(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.put(b));
+    }
+
+    /// Moves the cursor to the start of a line unless it is there.
+    fn fresh_line(&mut self) {
+        if !self.at_line_start {
+            self.put_all(b"\r\n");
+        }
+    }
+
     fn get(&mut self) -> Option<u8> {
         // SAFETY: as in `put`; reading UARTDR pops one received character.
         unsafe {
@@ -95,11 +115,13 @@ impl Write for Pl011 {
 
 static CONSOLE: Mutex<Pl011> = Mutex::new(Pl011 {
     base: QEMU_VIRT.uart.base as usize,
+    at_line_start: true,
 });
 
-/// Prints one hypervisor line: `[partita] <args>`.
+/// Prints one hypervisor line, `[partita] <args>`, on a line of its own whatever the view.
 pub fn print_line(args: fmt::Arguments) {
     let mut uart = CONSOLE.lock();
+    uart.fresh_line();
     let _ = writeln!(uart, "[partita] {args}");
 }
 
@@ -107,6 +129,7 @@ pub fn print_line(args: fmt::Arguments) {
 pub fn print_line_forced(args: fmt::Arguments) {
     for _ in 0..1_000_000 {
         if let Some(mut uart) = CONSOLE.try_lock() {
+            uart.fresh_line();
             let _ = writeln!(uart, "[partita] {args}");
             return;
         }
@@ -115,7 +138,9 @@ pub fn print_line_forced(args: fmt::Arguments) {
     // is this CPU, which panicked while printing. Taking it over can at worst interleave one
     // line, which is better than losing the panic message.
     unsafe { CONSOLE.force_unlock() };
-    let _ = writeln!(CONSOLE.lock(), "[partita] {args}");
+    let mut uart = CONSOLE.lock();
+    uart.fresh_line();
+    let _ = writeln!(uart, "[partita] {args}");
 }
 
 /// `println!` for hypervisor messages; every line starts with `[partita] `.
@@ -126,49 +151,147 @@ macro_rules! println {
     };
 }
 
-/// Collects one VM's UART output and prints it line by line, tagged with the VM's name.
-pub struct VmConsole {
+/// One VM's output: its stream and where its lines go.
+struct Stream {
     name: String,
-    line: Vec<u8>,
+    output: VmOutput,
+    /// The semihosting handle of its log file.
+    log: Option<usize>,
 }
 
-impl VmConsole {
-    pub fn new(name: &str) -> Self {
-        VmConsole {
-            name: name.into(),
-            line: Vec::with_capacity(MAX_LINE),
-        }
+/// Every VM's stream, in configuration order.
+static STREAMS: Once<Vec<Mutex<Stream>>> = Once::new();
+/// What the terminal shows (`View::encode`).
+static VIEW: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Sets up the VMs' streams and their log files; the terminal starts on VM `focus` or on
+/// every VM, as the configuration says (boot CPU, once, before any VM runs).
+pub fn init(config: &SystemConfig, focus: usize) {
+    let view = match config.console.view {
+        ConsoleView::Focus => View::Vm(focus),
+        ConsoleView::All => View::All,
+    };
+    VIEW.store(view.encode(), Ordering::Release);
+    STREAMS.call_once(|| {
+        config
+            .vms
+            .iter()
+            .map(|vm| {
+                let log = config.console.log_dir.as_ref().and_then(|dir| {
+                    let path = alloc::format!("{dir}/{}.log", vm.name);
+                    let handle = semihosting::create(&path);
+                    if handle.is_none() {
+                        print_line(format_args!("console: cannot create {path}"));
+                    }
+                    handle
+                });
+                Mutex::new(Stream {
+                    name: vm.name.clone(),
+                    output: VmOutput::new(),
+                    log,
+                })
+            })
+            .collect()
+    });
+}
+
+/// Where a VM's stream sends its bytes: the physical UART and its log.
+struct Screen<'a> {
+    name: &'a str,
+    log: Option<usize>,
+}
+
+impl Terminal for Screen<'_> {
+    fn raw(&mut self, bytes: &[u8]) {
+        CONSOLE.lock().put_all(bytes);
     }
 
-    /// Adds a byte the guest transmitted.
-    pub fn push(&mut self, byte: u8) {
-        match byte {
-            b'\n' => self.flush(),
-            b'\r' => {}
-            _ => {
-                self.line.push(byte);
-                if self.line.len() >= MAX_LINE {
-                    self.flush();
-                }
-            }
-        }
-    }
-
-    /// Prints the pending partial line, if any.
-    pub fn flush_partial(&mut self) {
-        if !self.line.is_empty() {
-            self.flush();
-        }
-    }
-
-    fn flush(&mut self) {
+    fn tagged(&mut self, line: &[u8]) {
         let mut uart = CONSOLE.lock();
+        uart.fresh_line();
         let _ = write!(uart, "[{}] ", self.name);
-        for &b in &self.line {
-            let control = b < 0x20 && b != b'\t' && b != 0x1b;
-            uart.put(if control { b'?' } else { b });
-        }
-        let _ = uart.write_str("\n");
-        self.line.clear();
+        uart.put_all(line);
+        uart.put_all(b"\r\n");
     }
+
+    fn log(&mut self, line: &[u8]) {
+        if let Some(handle) = self.log {
+            let mut buffer = [0u8; MAX_LINE + 1];
+            let len = line.len().min(MAX_LINE);
+            buffer[..len].copy_from_slice(&line[..len]);
+            buffer[len] = b'\n';
+            semihosting::write(handle, &buffer[..=len]);
+        }
+    }
+}
+
+/// Runs `f` on VM `vm`'s stream with how the terminal shows it now.
+fn with_stream(vm: usize, f: impl FnOnce(&mut VmOutput, View, &mut Screen)) {
+    let Some(stream) = STREAMS.get().and_then(|s| s.get(vm)) else {
+        return;
+    };
+    let mut stream = stream.lock();
+    let view = View::decode(VIEW.load(Ordering::Acquire));
+    let Stream { name, output, log } = &mut *stream;
+    f(output, view, &mut Screen { name, log: *log });
+}
+
+/// VM `vm`'s UART transmitted `bytes`.
+pub fn vm_output(vm: usize, bytes: &[u8]) {
+    with_stream(vm, |output, view, screen| {
+        output.write(bytes, view.shows(vm), screen)
+    });
+}
+
+/// VM `vm`'s boot ended: the line it was writing, if any, is ended.
+pub fn finish_vm_line(vm: usize) {
+    with_stream(vm, |output, view, screen| {
+        output.finish_line(view.shows(vm), screen)
+    });
+}
+
+/// Shows `view` from now on. A VM shown alone first gets what it wrote while hidden: the
+/// latest lines, the number of older ones, and the line it is writing.
+pub fn show(view: View) {
+    let Some(streams) = STREAMS.get() else {
+        return;
+    };
+    let View::Vm(vm) = view else {
+        VIEW.store(view.encode(), Ordering::Release);
+        print_line(format_args!(
+            "console: all VMs (Ctrl-\\ then 1..9 shows one)"
+        ));
+        return;
+    };
+    let Some(stream) = streams.get(vm) else {
+        return;
+    };
+    let mut stream = stream.lock();
+    VIEW.store(view.encode(), Ordering::Release);
+    let Stream { name, output, log } = &mut *stream;
+    let mut uart = CONSOLE.lock();
+    uart.fresh_line();
+    let _ = writeln!(
+        uart,
+        "[partita] console: vm {name} (Ctrl-\\ then 0 shows all VMs)"
+    );
+    output.replay(|history, partial| {
+        if history.dropped() > 0 {
+            let kept = if log.is_some() {
+                ", all in its log"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                uart,
+                "[partita] console: vm {name}: {} earlier lines not shown{kept}",
+                history.dropped()
+            );
+        }
+        for line in history.lines() {
+            uart.put_all(line);
+            uart.put_all(b"\r\n");
+        }
+        uart.put_all(partial);
+    });
 }

@@ -1,7 +1,8 @@
 //! Console input routing: characters typed on the physical console go to the emulated UART
 //! of the VM that has focus; Ctrl-\ then a VM number (1..9, configuration order) moves the
-//! focus (`partita_core::devices::console_input`). At start the focus is on the first
-//! general-purpose VM (`kind = "gpos"`: the one with a shell), else on VM 1.
+//! focus, and the terminal shows that VM; Ctrl-\ then 0 shows every VM while input stays
+//! (`partita_core::devices::console_input`, `console::show`). At start the focus is on the
+//! first general-purpose VM (`kind = "gpos"`: the one with a shell), else on VM 1.
 //!
 //! The CPU that takes the physical UART interrupt queues the characters per VM under one
 //! lock and kicks the CPU running the focused VM with an SGI; that CPU moves them into the
@@ -9,12 +10,12 @@
 //! guest reads drops characters, as a real UART overrun would. This module must never touch
 //! a VM's state directly.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use heapless::Deque;
-use partita_core::config::{SystemConfig, VmKind};
+use partita_core::config::{ConsoleView, SystemConfig, VmKind};
+use partita_core::console::View;
 use partita_core::devices::console_input::{FocusKeys, Keystroke};
 use spin::{Mutex, Once};
 
@@ -29,7 +30,7 @@ pub const KICK_SGI: u32 = 0;
 struct Router {
     keys: FocusKeys,
     focus: usize,
-    names: Vec<String>,
+    vms: usize,
     cpus: Vec<u8>,
     queues: Vec<Deque<u8, QUEUE_DEPTH>>,
 }
@@ -50,17 +51,22 @@ pub fn init(config: &SystemConfig) {
         .position(|vm| vm.kind == VmKind::Gpos)
         .unwrap_or(0);
     if config.vms.len() > 1 {
+        let shown = match config.console.view {
+            ConsoleView::Focus => "the terminal shows it alone",
+            ConsoleView::All => "the terminal shows every VM",
+        };
         println!(
-            "console: input goes to vm {} (Ctrl-\\ then 1..9 switches)",
+            "console: input goes to vm {}, {shown} (Ctrl-\\ then 1..9 picks a VM, 0 shows all)",
             config.vms[focus].name
         );
     }
+    console::init(config, focus);
     WAITING.call_once(|| config.vms.iter().map(|_| AtomicBool::new(false)).collect());
     ROUTER.call_once(|| {
         Mutex::new(Router {
             keys: FocusKeys::default(),
             focus,
-            names: config.vms.iter().map(|vm| vm.name.clone()).collect(),
+            vms: config.vms.len(),
             cpus: config
                 .vms
                 .iter()
@@ -80,7 +86,7 @@ pub fn receive(this_cpu: u8) {
     let mut kick = None;
     console::read_input(|byte| {
         let mut r = router.lock();
-        let vms = r.names.len();
+        let vms = r.vms;
         match r.keys.feed(byte, vms) {
             Keystroke::Byte(b) => {
                 let focus = r.focus;
@@ -92,8 +98,9 @@ pub fn receive(this_cpu: u8) {
             }
             Keystroke::Focus(vm) => {
                 r.focus = vm;
-                println!("console: input goes to vm {}", r.names[vm]);
+                console::show(View::Vm(vm));
             }
+            Keystroke::ShowAll => console::show(View::All),
             Keystroke::Swallowed => {}
         }
     });

@@ -22,7 +22,7 @@ use crate::arch::aarch64::stage2::Stage2Map;
 use crate::arch::aarch64::sysreg::read_sysreg;
 use crate::arch::aarch64::timer;
 use crate::arch::aarch64::vectors::Exit;
-use crate::console::VmConsole;
+use crate::console;
 use crate::counters;
 use crate::devices::Devices;
 use crate::heap;
@@ -46,7 +46,6 @@ pub struct Vm {
     stage2: Stage2Map,
     pub devices: Devices,
     pub vgic: VirtualGic,
-    console: VmConsole,
     boots: u64,
     /// CNTVOFF_EL2: the physical count when the VM was first built, so its virtual counter
     /// starts near 0 and keeps counting across restarts.
@@ -147,7 +146,6 @@ impl Vm {
             stage2,
             devices: Devices::new(&config.devices, 1),
             vgic: VirtualGic::new(board, &forwarded),
-            console: VmConsole::new(&config.name),
             boots: 1,
             counter_offset: read_sysreg!("cntpct_el0"),
             physical_timer,
@@ -337,7 +335,7 @@ impl Vm {
     /// Handles one exit of the loaded vCPU.
     pub fn handle(&mut self, exit: Exit) -> Outcome {
         let outcome = trap::handle(self, exit);
-        self.devices.drain_uarts(&mut self.console);
+        self.devices.drain_uarts(self.index);
         outcome
     }
 
@@ -350,7 +348,7 @@ impl Vm {
     /// piece by piece and it restarts with the boot count one higher; `None`), or it stops
     /// for good, as its policy for that ending says.
     pub fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
-        self.console.flush_partial();
+        console::finish_vm_line(self.index);
         match end {
             BootEnd::Reset if self.config.on_reset == ResetAction::Fault => {
                 println!(
@@ -379,7 +377,7 @@ impl Vm {
     /// The switched-out VM stops for good: its last output is printed and the physical
     /// interrupts it owned are disabled.
     pub fn stop(&mut self, how: Stop) {
-        self.console.flush_partial();
+        console::finish_vm_line(self.index);
         counters::print(self.index, &self.name);
         if how == Stop::Clean {
             println!("vm {}: powered off", self.name);

@@ -15,9 +15,10 @@ use anyhow::{Context, Result};
 
 use super::console::{clean, BEGIN};
 use super::matrix::{beside_bootargs, freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
+use crate::build::{self, ConsoleUse};
 use crate::process::{self, Ending};
-use crate::qemu::{Cpu, Machine};
-use crate::{build, linux, paths, xen};
+use crate::qemu::{Clock, Cpu, Machine};
+use crate::{linux, paths, xen};
 
 /// Progress over every experiment of the benchmark.
 pub struct Progress {
@@ -65,7 +66,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
             let guest = linux::prepare(cache)?;
             let bootargs = linux::bootargs(Some(job), &[])?;
             let options = linux::NativeOptions {
-                icount: true,
+                clock: Clock::Counted,
                 no_reboot: true,
             };
             Ok(linux::native_command(&guest, &bootargs, &options))
@@ -85,12 +86,17 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 .replace("{bootargs}", freertos_bootargs(mode));
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
             let image = dir.join("partita.img");
-            let system = build::boot_image(&config, &image, None)?;
+            let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
             Ok(machine(&image, system.config.board.cpus))
         }
         Boot::Partita(config) => {
             let image = paths::build_dir().join("bench").join("partita.img");
-            let system = build::boot_image(&paths::root().join(config), &image, Some(job))?;
+            let system = build::boot_image(
+                &paths::root().join(config),
+                &image,
+                Some(job),
+                &ConsoleUse::AllTagged,
+            )?;
             Ok(machine(&image, system.config.board.cpus))
         }
         Boot::Beside { config, load } => {
@@ -101,6 +107,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 &image,
                 Some(&load.job()),
                 Some((BESIDE_RTOS_VM, &bootargs)),
+                &ConsoleUse::AllTagged,
             )?;
             Ok(machine(&image, system.config.board.cpus))
         }
@@ -114,7 +121,10 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
 
 fn xen_boot(cache: &Path, dom0: Option<Option<&str>>, freertos: Option<&str>) -> Result<Command> {
     let domains = xen::Domains { dom0, freertos };
-    Ok(xen::boot(cache, &domains, &xen::XenOptions { icount: true })?.command)
+    let options = xen::XenOptions {
+        clock: Clock::Counted,
+    };
+    Ok(xen::boot(cache, &domains, &options)?.command)
 }
 
 /// The FreeRTOS VM's name in configs/default.toml and configs/split.toml.
@@ -141,13 +151,12 @@ pub fn stop_line(boot: Boot) -> Option<fn(&str) -> bool> {
 
 fn machine(image: &Path, cpus: u8) -> Command {
     Machine {
-        image,
         cpu: Cpu::CortexA72,
         cpus,
-        icount: true,
+        clock: Clock::Counted,
         gdb: false,
     }
-    .command()
+    .command(image)
 }
 
 /// A finished boot: how QEMU ended and everything it printed (stdout, then stderr).

@@ -4,6 +4,7 @@
 //! the caller's business.
 
 use super::LinuxGuest;
+use crate::qemu::{Clock, Machine};
 use anyhow::{bail, Result};
 use std::process::Command;
 
@@ -17,10 +18,9 @@ pub use partita_core::config::MAX_BOOTARGS;
 const NATIVE_CONSOLE: &str = "ttyAMA0";
 
 /// How to run QEMU for a native boot.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NativeOptions {
-    /// Deterministic virtual time: 1 instruction = 1 ns, fixed seed and RTC.
-    pub icount: bool,
+    pub clock: Clock,
     /// Exit QEMU instead of resetting the machine when the guest reboots
     /// (with `panic=-1` in the bootargs, a kernel panic ends QEMU too).
     pub no_reboot: bool,
@@ -54,18 +54,14 @@ pub fn bootargs_on(console: &str, job: Option<&str>, extra: &[&str]) -> Result<S
     Ok(line)
 }
 
-/// The qemu-system-aarch64 command booting `guest` directly with `bootargs`.
+/// The qemu-system-aarch64 command booting `guest` directly with `bootargs` on the one
+/// emulated machine (one CPU).
 pub fn native_command(guest: &LinuxGuest, bootargs: &str, options: &NativeOptions) -> Command {
-    let mut command = Command::new("qemu-system-aarch64");
+    let mut command = Machine::single(options.clock).command(&guest.kernel);
     command
-        .args(["-M", "virt,virtualization=on,gic-version=3"])
-        .args(["-cpu", "cortex-a72", "-m", "4G", "-smp", "1", "-nographic"])
-        .arg("-kernel")
-        .arg(&guest.kernel)
         .arg("-initrd")
         .arg(&guest.initramfs)
         .args(["-append", bootargs]);
-    command.args(crate::qemu::clock_args(options.icount));
     if options.no_reboot {
         command.arg("-no-reboot");
     }

@@ -7,6 +7,7 @@
 //! caller's business.
 
 use crate::linux::{self, LinuxGuest};
+use crate::qemu::{Clock, Machine};
 use anyhow::Result;
 use std::path::Path;
 use std::process::Command;
@@ -88,10 +89,9 @@ pub struct DomUImage<'a> {
 }
 
 /// How to run QEMU for a Xen boot.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct XenOptions {
-    /// Deterministic virtual time: 1 instruction = 1 ns, fixed seed and RTC.
-    pub icount: bool,
+    pub clock: Clock,
 }
 
 /// dom0's kernel command line: the native one with the console on `hvc0`
@@ -115,10 +115,9 @@ pub fn dump_command(
     out: &Path,
     options: &XenOptions,
 ) -> Command {
-    let machine = format!("{MACHINE},dumpdtb={}", out.to_string_lossy());
-    let mut command = machine_command(xen, &machine, true);
+    let mut command = xen_command(xen, true, options);
+    command.args(["-machine", &format!("dumpdtb={}", out.to_string_lossy())]);
     add_dom0(&mut command, dom0);
-    command.args(crate::qemu::clock_args(options.icount));
     command
 }
 
@@ -130,7 +129,7 @@ pub fn command(
     domu: Option<(&DomUImage<'_>, &Path)>,
     options: &XenOptions,
 ) -> Command {
-    let mut command = machine_command(xen, MACHINE, domu.is_some());
+    let mut command = xen_command(xen, domu.is_some(), options);
     add_dom0(&mut command, dom0);
     if let Some((image, dtb)) = domu {
         let loader = format!(
@@ -140,22 +139,13 @@ pub fn command(
         );
         command.args(["-device", &loader]).arg("-dtb").arg(dtb);
     }
-    command.args(crate::qemu::clock_args(options.icount));
     command
 }
 
-/// The board of every configuration.
-const MACHINE: &str = "virt,virtualization=on,gic-version=3";
-
-fn machine_command(xen: &Path, machine: &str, with_domu: bool) -> Command {
-    let mut command = Command::new("qemu-system-aarch64");
-    command
-        .args(["-M", machine])
-        .args(["-cpu", "cortex-a72", "-m", "4G", "-smp", "1", "-nographic"])
-        .args(["-nic", "none"])
-        .arg("-kernel")
-        .arg(xen)
-        .args(["-append", &xen_cmdline(with_domu)]);
+/// The one-CPU machine of every configuration booting `xen` with its command line.
+fn xen_command(xen: &Path, with_domu: bool, options: &XenOptions) -> Command {
+    let mut command = Machine::single(options.clock).command(xen);
+    command.args(["-append", &xen_cmdline(with_domu)]);
     command
 }
 
@@ -218,7 +208,9 @@ mod tests {
             kernel: 0x4900_0000,
             initrd: 0x4b00_0000,
         };
-        let options = XenOptions { icount: true };
+        let options = XenOptions {
+            clock: Clock::Counted,
+        };
         let command = command(
             Path::new("cache/xen/xen-4.17-arm64"),
             Some(&dom0),
@@ -228,12 +220,13 @@ mod tests {
         assert_eq!(
             describe(&command),
             "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu cortex-a72 -m 4G \
-             -smp 1 -nographic -nic none -kernel cache/xen/xen-4.17-arm64 \
+             -smp 1 -nic none -nographic -semihosting-config enable=on,target=native \
+             -kernel cache/xen/xen-4.17-arm64 \
+             -icount shift=0,align=off,sleep=off -seed 1 -rtc base=2020-01-01T00:00:00,clock=vm \
              -append 'dom0_mem=2G,max:2G dom0_max_vcpus=1 maxcpus=1 bootscrub=0 console=dtuart \
              dtuart=/pl011@9000000 console_timestamps=boot' \
              -device 'guest-loader,addr=0x49000000,kernel=cache/linux/Image,bootargs=console=hvc0 nokaslr x=1,,2' \
-             -device guest-loader,addr=0x4b000000,initrd=cache/a,,b/initramfs.cpio \
-             -icount shift=0,align=off,sleep=off -seed 1 -rtc base=2020-01-01T00:00:00,clock=vm"
+             -device guest-loader,addr=0x4b000000,initrd=cache/a,,b/initramfs.cpio"
         );
     }
 
@@ -243,33 +236,33 @@ mod tests {
             image: Path::new("build/guests/freertos.bin"),
             addr: 0x4900_0000,
         };
+        let options = XenOptions { clock: Clock::Host };
         let dump = dump_command(
             Path::new("xen"),
             None,
             Path::new("build/xen/host.dtb"),
-            &XenOptions { icount: false },
+            &options,
         );
         let run = command(
             Path::new("xen"),
             None,
             Some((&image, Path::new("build/xen/freertos.dtb"))),
-            &XenOptions { icount: false },
+            &options,
         );
         let append = "-append 'dom0_mem=2G,max:2G dom0_max_vcpus=1 maxcpus=1 bootscrub=0 \
                       console=dtuart dtuart=/pl011@9000000 console_timestamps=boot \
                       sched=credit2 sched_ratelimit_us=0'";
+        let machine = "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 \
+                       -cpu cortex-a72 -m 4G -smp 1 -nic none -nographic \
+                       -semihosting-config enable=on,target=native -kernel xen";
         assert_eq!(
             describe(&dump),
-            format!(
-                "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3,dumpdtb=build/xen/host.dtb \
-                 -cpu cortex-a72 -m 4G -smp 1 -nographic -nic none -kernel xen {append}"
-            )
+            format!("{machine} {append} -machine dumpdtb=build/xen/host.dtb")
         );
         assert_eq!(
             describe(&run),
             format!(
-                "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu cortex-a72 -m 4G \
-                 -smp 1 -nographic -nic none -kernel xen {append} \
+                "{machine} {append} \
                  -device loader,file=build/guests/freertos.bin,addr=0x49000000,force-raw=on \
                  -dtb build/xen/freertos.dtb"
             )

@@ -1,9 +1,11 @@
 //! Console input focus: which VM the bytes typed on the physical console go to, switched
 //! with Ctrl-\ followed by the VM's number.
 //!
-//! The key sequence is Ctrl-\ (0x1c) then `1`..`9` for VM 1 to 9 in configuration order;
-//! Ctrl-\ twice types one Ctrl-\; Ctrl-\ followed by anything else is dropped with it. This
-//! module only decodes keystrokes; the hypervisor owns the queues and the physical UART.
+//! The key sequence is Ctrl-\ (0x1c) then `1`..`9` for VM 1 to 9 in configuration order, or
+//! `0` to show every VM's output (`crate::console::View::All`) while input stays with the
+//! VM that had it; Ctrl-\ twice types one Ctrl-\; Ctrl-\ followed by anything else is
+//! dropped with it. This module only decodes keystrokes; the hypervisor owns the queues and
+//! the physical UART.
 
 /// Ctrl-\: starts a focus switch.
 pub const FOCUS_ESCAPE: u8 = 0x1c;
@@ -15,6 +17,8 @@ pub enum Keystroke {
     Byte(u8),
     /// Give focus to the VM with this index (0-based).
     Focus(usize),
+    /// Show every VM's output; input keeps its VM.
+    ShowAll,
     /// Part of an escape sequence, or a dropped one.
     Swallowed,
 }
@@ -38,6 +42,7 @@ impl FocusKeys {
         self.escaped = false;
         match byte {
             FOCUS_ESCAPE => Keystroke::Byte(FOCUS_ESCAPE),
+            b'0' => Keystroke::ShowAll,
             b'1'..=b'9' if usize::from(byte - b'1') < vms => {
                 Keystroke::Focus(usize::from(byte - b'1'))
             }
@@ -87,6 +92,18 @@ mod tests {
                 Keystroke::Byte(b'a')
             ]
         );
-        assert_eq!(typed(&[FOCUS_ESCAPE, b'0'], 9)[1], Keystroke::Swallowed);
+        assert_eq!(typed(&[FOCUS_ESCAPE, b'a'], 9)[1], Keystroke::Swallowed);
+    }
+
+    #[test]
+    fn escape_and_zero_show_every_vm() {
+        assert_eq!(
+            typed(&[FOCUS_ESCAPE, b'0', b'0'], 2),
+            [
+                Keystroke::Swallowed,
+                Keystroke::ShowAll,
+                Keystroke::Byte(b'0')
+            ]
+        );
     }
 }

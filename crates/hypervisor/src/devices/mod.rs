@@ -12,7 +12,7 @@ use partita_core::devices::pl011::Pl011;
 use partita_core::devices::testdev::TestDevice;
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
 
-use crate::console::VmConsole;
+use crate::console;
 
 /// One emulated device of a VM.
 pub enum Model {
@@ -114,12 +114,20 @@ impl Devices {
         })
     }
 
-    /// Moves everything the VM's UARTs transmitted to its console.
-    pub fn drain_uarts(&mut self, console: &mut VmConsole) {
+    /// Moves everything the UARTs of VM `vm` transmitted to its console stream.
+    pub fn drain_uarts(&mut self, vm: usize) {
         for d in &mut self.devices {
             if let Model::Uart(uart) = &mut d.model {
+                let mut bytes = heapless::Vec::<u8, 32>::new();
                 while let Some(byte) = uart.take_tx() {
-                    console.push(byte);
+                    if bytes.push(byte).is_err() {
+                        console::vm_output(vm, &bytes);
+                        bytes.clear();
+                        let _ = bytes.push(byte);
+                    }
+                }
+                if !bytes.is_empty() {
+                    console::vm_output(vm, &bytes);
                 }
             }
         }
