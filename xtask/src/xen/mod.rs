@@ -120,6 +120,9 @@ pub struct Boot {
 /// Prepares Xen (and Linux when dom0 runs), places the modules and, with a domU, writes
 /// its device tree to `build/xen/<name>.dtb`; returns the QEMU command of the boot.
 pub fn boot(cache: &Path, domains: &Domains<'_>, options: &XenOptions) -> Result<Boot> {
+    if domains.dom0.is_none() && domains.freertos.is_none() {
+        bail!("a Xen boot needs dom0, a domU or both");
+    }
     let hypervisor = prepare(cache)?;
     let guest = domains.dom0.map(|_| linux::prepare(cache)).transpose()?;
     let dom0_bootargs = domains.dom0.map(dom0_bootargs).transpose()?;
@@ -143,9 +146,6 @@ pub fn boot(cache: &Path, domains: &Domains<'_>, options: &XenOptions) -> Result
             initrd: layout.addresses[1],
         });
     let Some(bootargs) = domains.freertos else {
-        if dom0.is_none() {
-            bail!("a Xen boot needs dom0, a domU or both");
-        }
         let command = qemu::command(&hypervisor.binary, dom0.as_ref(), None, options);
         return Ok(Boot {
             command,
@@ -199,7 +199,22 @@ fn file_size(path: &Path) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::domu_text;
+    use super::*;
+
+    #[test]
+    fn a_boot_without_any_domain_is_refused_before_any_download() {
+        let domains = Domains {
+            dom0: None,
+            freertos: None,
+        };
+        let options = XenOptions {
+            clock: crate::qemu::Clock::Host,
+        };
+        let error = boot(Path::new("/nonexistent"), &domains, &options)
+            .err()
+            .unwrap();
+        assert_eq!(error.to_string(), "a Xen boot needs dom0, a domU or both");
+    }
 
     #[test]
     fn domu_lines_are_told_from_xens_own() {
