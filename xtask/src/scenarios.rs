@@ -452,6 +452,7 @@ pub const SCENARIOS: [Scenario; 26] = [
         }),
         timeout_secs: 120,
         expect: &[
+            Expect::Line("(XEN) Using scheduler: SMP Credit Scheduler rev2 (credit2)"),
             Expect::Line("(XEN) *** LOADING DOMU cpus=1 memory=4000KB ***"),
             Expect::NoLine("(XEN) *** LOADING DOMAIN 0 ***"),
             Expect::Line("(XEN) DOM1: Partita FreeRTOS guest: * (entered at EL1)"),
@@ -475,6 +476,7 @@ pub const SCENARIOS: [Scenario; 26] = [
         end: End::Exit(0),
         timeout_secs: 600,
         expect: &[
+            Expect::Line("(XEN) *Using scheduler: SMP Credit Scheduler rev2 (credit2)"),
             Expect::Line("(XEN) *DOM1: hello from FreeRTOS task 1"),
             Expect::Line("*Time: *"),
             Expect::Line("stress-ng: info: * successful run completed in *"),
