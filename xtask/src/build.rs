@@ -16,7 +16,7 @@ use crate::config::{self, System};
 use crate::elf::Executable;
 use crate::image::{self, BootImage};
 use crate::linux;
-use crate::paths::{self, root, TARGET};
+use crate::paths::{self, root, GUEST_TARGET, HYPERVISOR_TARGET};
 use crate::process::{run, step};
 
 /// A bare-metal guest crate of this workspace.
@@ -44,20 +44,20 @@ pub const GUESTS: [Guest; 2] = [
 const HYPERVISOR_PACKAGE: &str = "partita";
 const HYPERVISOR_BIN: &str = "partita";
 
-fn cargo_build_release(package: &str) -> Result<()> {
+fn cargo_build_release(package: &str, target: &str) -> Result<()> {
     run(Command::new("cargo")
-        .args(["build", "--release", "--target", TARGET, "-p", package])
+        .args(["build", "--release", "--target", target, "-p", package])
         .current_dir(root()))
 }
 
 /// Builds the hypervisor and every guest, and flattens the guests.
 pub fn binaries() -> Result<()> {
     step("building hypervisor");
-    cargo_build_release(HYPERVISOR_PACKAGE)?;
+    cargo_build_release(HYPERVISOR_PACKAGE, HYPERVISOR_TARGET)?;
     for guest in &GUESTS {
         step(format!("building guest {}", guest.name));
-        cargo_build_release(guest.package)?;
-        let elf_path = paths::release_elf(guest.bin);
+        cargo_build_release(guest.package, GUEST_TARGET)?;
+        let elf_path = paths::release_elf(GUEST_TARGET, guest.bin);
         let elf =
             fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
         let flat = Executable::parse(&elf)
@@ -70,7 +70,7 @@ pub fn binaries() -> Result<()> {
 
 /// The hypervisor ELF path, for gdb.
 pub fn hypervisor_elf() -> std::path::PathBuf {
-    paths::release_elf(HYPERVISOR_BIN)
+    paths::release_elf(HYPERVISOR_TARGET, HYPERVISOR_BIN)
 }
 
 /// Loads `config_file` and writes its boot image to `out`. With a `job`, every Linux VM runs

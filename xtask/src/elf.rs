@@ -8,7 +8,9 @@
 use anyhow::{bail, ensure, Context, Result};
 use object::elf::{EM_AARCH64, PT_LOAD};
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
-use object::{Endianness, Object, ObjectSymbol};
+use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolKind};
+
+use rustc_demangle::demangle;
 
 /// The symbol that marks the end of the hypervisor image and the start of the bundle.
 pub const BUNDLE_START: &str = "__bundle_start";
@@ -56,6 +58,39 @@ impl<'a> Executable<'a> {
     /// The address of a symbol, if the file defines it.
     pub fn symbol(&self, name: &str) -> Option<u64> {
         self.file.symbol_by_name(name).map(|s| s.address())
+    }
+
+    /// Every symbol in `.text`: (address, size, demangled name without hash), sorted by
+    /// address. A symbol without a size (assembly labels such as the vectors and the world
+    /// switch) reaches to the next symbol.
+    pub fn functions(&self) -> Vec<(u64, u64, String)> {
+        let (lo, hi) = self.text().unwrap_or((0, 0));
+        let mut functions: Vec<(u64, u64, String)> = self
+            .file
+            .symbols()
+            .filter(|s| s.kind() != SymbolKind::Section && (lo..hi).contains(&s.address()))
+            .filter_map(|s| {
+                // `$x`/`$d` are the AArch64 ELF mapping symbols (code/data), not functions.
+                let name = s.name().ok().filter(|n| !n.starts_with('$'))?;
+                Some((s.address(), s.size(), format!("{:#}", demangle(name))))
+            })
+            .collect();
+        // Of several names at one address, the sized one (a function, not a label) stays.
+        functions.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        functions.dedup_by_key(|f| f.0);
+        let starts: Vec<u64> = functions.iter().map(|f| f.0).collect();
+        for (i, function) in functions.iter_mut().enumerate() {
+            if function.1 == 0 {
+                function.1 = starts.get(i + 1).map_or(0, |next| next - function.0);
+            }
+        }
+        functions
+    }
+
+    /// The address range of the `.text` section.
+    pub fn text(&self) -> Option<(u64, u64)> {
+        let text = self.file.section_by_name(".text")?;
+        Some((text.address(), text.address() + text.size()))
     }
 
     /// The guest image: from the lowest segment address to the last file byte.

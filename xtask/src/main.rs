@@ -17,6 +17,7 @@ mod layout;
 mod linux;
 mod paths;
 mod process;
+mod profile;
 mod qemu;
 mod scenarios;
 mod setup;
@@ -126,6 +127,23 @@ enum Task {
         /// Run only this configuration (e.g. shared-hackbench); repeatable.
         #[arg(long, value_name = "CONFIG")]
         only: Vec<String>,
+    },
+    /// Run a system under -icount with a QEMU plugin that counts the instructions executed
+    /// in each of Partita's functions; print the top ones and EL2's share of all.
+    Profile {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[command(flatten)]
+        cpu: CpuArg,
+        /// Run CMD as the Linux guest's job instead of its shell, then power off.
+        #[arg(long, value_name = "CMD")]
+        linux_cmd: Option<String>,
+        /// Stop QEMU after this many seconds of wall-clock time, if it has not ended.
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        seconds: u64,
+        /// How many functions to list.
+        #[arg(long, value_name = "N", default_value_t = 25)]
+        top: usize,
     },
     /// Remove Cargo's target directory and build/.
     Clean,
@@ -256,6 +274,19 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         Task::Bench { quick, out, only } => {
             bench::run(&bench::Options { quick, out, only })?;
         }
+        Task::Profile {
+            config,
+            cpu,
+            linux_cmd,
+            seconds,
+            top,
+        } => profile::run(&profile::Options {
+            config: config.file(),
+            job: linux_cmd,
+            cpu: cpu.cpu,
+            seconds,
+            top,
+        })?,
         Task::Clean => clean()?,
         Task::CheckConfig { file } => check_config(&file)?,
     }

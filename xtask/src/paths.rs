@@ -6,8 +6,13 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
-/// The Rust target of the hypervisor and the bare-metal guests.
-pub const TARGET: &str = "aarch64-unknown-none";
+/// The Rust target of the bare-metal guests.
+pub const GUEST_TARGET: &str = "aarch64-unknown-none";
+/// The Rust target of the hypervisor: its code never touches the FP/SIMD registers, so a
+/// guest's stay live while Partita handles an exit and move only with a vCPU switch.
+pub const HYPERVISOR_TARGET: &str = "aarch64-unknown-none-softfloat";
+/// Every Rust target setup installs.
+pub const TARGETS: [&str; 2] = [GUEST_TARGET, HYPERVISOR_TARGET];
 
 /// The workspace root (the parent of the `xtask` crate).
 pub fn root() -> PathBuf {
@@ -21,9 +26,9 @@ fn target_dir() -> PathBuf {
     env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
 }
 
-/// The release ELF of an AArch64 binary target.
-pub fn release_elf(bin: &str) -> PathBuf {
-    target_dir().join(TARGET).join("release").join(bin)
+/// The release ELF of binary `bin` built for Rust target `target`.
+pub fn release_elf(target: &str, bin: &str) -> PathBuf {
+    target_dir().join(target).join("release").join(bin)
 }
 
 /// Generated files: boot images, flattened guests, scenario images.

@@ -18,6 +18,9 @@ pub enum Cpu {
     /// Cortex-A72 (ARMv8.0-A).
     #[value(name = "cortex-a72")]
     CortexA72,
+    /// Cortex-A53 (ARMv8.0-A, 40-bit physical addresses): the embedded boards' core.
+    #[value(name = "cortex-a53")]
+    CortexA53,
     /// Every architecture feature QEMU implements, with the fast pointer-auth algorithm.
     Max,
 }
@@ -26,6 +29,7 @@ impl Cpu {
     pub fn qemu_name(self) -> &'static str {
         match self {
             Cpu::CortexA72 => "cortex-a72",
+            Cpu::CortexA53 => "cortex-a53",
             Cpu::Max => "max,pauth-impdef=on",
         }
     }

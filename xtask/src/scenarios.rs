@@ -24,6 +24,9 @@ pub enum Expect {
     /// At least two lines match the pattern and all show the same word after the key (the
     /// heap in use at every boot of a restarting VM: `Steady(pattern, "heap ")`).
     Steady(&'static str, &'static str),
+    /// At least one line matches the pattern, and on every one the number after the key is
+    /// at most the limit (a latency bound in virtual time: `AtMost(rt, "max_ns=", 10_000)`).
+    AtMost(&'static str, &'static str, u64),
 }
 
 /// How a scenario's run must end.
@@ -262,7 +265,7 @@ const HOSTILE_OUTLINE: &[Expect] = &[
     Expect::NoLine(PANIC),
 ];
 
-pub const SCENARIOS: [Scenario; 26] = [
+pub const SCENARIOS: [Scenario; 30] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -278,6 +281,16 @@ pub const SCENARIOS: [Scenario; 26] = [
         boot: Boot::Partita("configs/probe.toml"),
         job: None,
         cpu: Cpu::Max,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: CLEAN_PROBE,
+    },
+    Scenario {
+        name: "probe-cortex-a53",
+        boot: Boot::Partita("configs/probe.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
         icount: false,
         end: End::Exit(0),
         timeout_secs: 60,
@@ -350,6 +363,35 @@ pub const SCENARIOS: [Scenario; 26] = [
         end: End::Exit(0),
         timeout_secs: 180,
         expect: TIMER_TICKED,
+    },
+    Scenario {
+        name: "linux-timer-a53",
+        boot: Boot::Partita(LINUX_CONFIG),
+        job: Some(TIMER_JOB),
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 180,
+        expect: TIMER_TICKED,
+    },
+    Scenario {
+        // The shipped system on the embedded boards' core: FreeRTOS keeps its deadlines
+        // beside Linux running a job on the same Cortex-A53.
+        name: "default-linux-a53",
+        boot: Boot::Partita("configs/default.toml"),
+        job: Some("hackbench -g 2 -l 100"),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: &[
+            Expect::Line("[linux] partita: job exit 0"),
+            Expect::Line(LINUX_POWERED_OFF),
+            Expect::CountAtLeast(FREERTOS_RT, 3),
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::NoLine(FREERTOS_FAULT),
+            Expect::NoLine(PANIC),
+        ],
     },
     Scenario {
         name: "linux-beside-probe",
@@ -650,6 +692,36 @@ pub const SCENARIOS: [Scenario; 26] = [
         expect: HOSTILE_OUTLINE,
     },
     Scenario {
+        // Two FreeRTOS VMs (priority 200 and 150) beside a loaded Linux on one CPU: the
+        // higher one's console lines must not cost the lower one more than 10 us.
+        name: "two-rtos-linux-load",
+        boot: Boot::Partita("configs/tests/two-rtos.toml"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::StopWhen(StopWhen {
+            after: Some(LINUX_POWERED_OFF),
+            pattern: "[rtos-low] rt: samples=*",
+            count: 2,
+        }),
+        timeout_secs: 600,
+        expect: &[
+            Expect::Line("[linux] partita: job exit 0"),
+            Expect::CountAtLeast("[rtos-high] rt: samples=*", 3),
+            Expect::Every(
+                "[rtos-high] rt: samples=*",
+                "[rtos-high] rt: samples=* misses=0",
+            ),
+            Expect::Every(
+                "[rtos-low] rt: samples=*",
+                "[rtos-low] rt: samples=* misses=0",
+            ),
+            Expect::AtMost("[rtos-low] rt: samples=*", "max_ns=", 10_000),
+            Expect::NoLine("[partita] vm rtos-*: fault*"),
+            Expect::NoLine(PANIC),
+        ],
+    },
+    Scenario {
         name: "console",
         boot: Boot::Typed("configs/default.toml", CONSOLE_SCRIPT),
         job: None,
@@ -683,6 +755,24 @@ fn steady(output: &str, pattern: &str, key: &str) -> Option<String> {
     rest.iter()
         .find(|l| word_after(l, key) != want)
         .map(|l| format!("line \"{l}\" changed \"{key}\" from \"{first}\""))
+}
+
+/// What is wrong with the lines matching `pattern`: none, or one whose number after `key`
+/// is missing or above `limit`.
+fn at_most(output: &str, pattern: &str, key: &str, limit: u64) -> Option<String> {
+    let all: Vec<&str> = console_lines(output)
+        .filter(|l| matches(pattern, l))
+        .collect();
+    if all.is_empty() {
+        return Some(format!("no line matches \"{pattern}\""));
+    }
+    all.iter()
+        .find(|l| {
+            word_after(l, key)
+                .and_then(|w| w.parse::<u64>().ok())
+                .is_none_or(|v| v > limit)
+        })
+        .map(|l| format!("line \"{l}\" has {key} above {limit}"))
 }
 
 /// Whether `line` matches `pattern`, where each `*` matches any text.
@@ -748,6 +838,7 @@ pub fn verdict(scenario: &Scenario, ended: RunEnd, output: &str) -> Vec<String> 
                 count(p)
             )),
             Expect::Steady(p, key) => problems.extend(steady(output, p, key)),
+            Expect::AtMost(p, key, limit) => problems.extend(at_most(output, p, key, limit)),
             Expect::Every(p, q) => {
                 let all: Vec<&str> = console_lines(output).filter(|l| matches(p, l)).collect();
                 if let Some(bad) = all.iter().find(|l| !matches(q, l)) {
@@ -797,7 +888,7 @@ mod tests {
                 "unexpected line matching \"[probe] FAIL *\"",
             ]
         );
-        let reset = &SCENARIOS[3];
+        let reset = SCENARIOS.iter().find(|s| s.name == "probe-reset").unwrap();
         assert_eq!(
             verdict(
                 reset,
@@ -862,6 +953,25 @@ mod tests {
         assert_eq!(
             verdict(&at_least, RunEnd::Stopped, "a\na\n"),
             ["stopped without a stop condition"]
+        );
+    }
+
+    #[test]
+    fn bounds_hold_on_every_matching_line() {
+        let p = "[low] rt: *";
+        let fine = "[low] rt: samples=1 max_ns=900 x\n[low] rt: samples=2 max_ns=1000\n";
+        assert_eq!(at_most(fine, p, "max_ns=", 1000), None);
+        assert_eq!(
+            at_most(fine, p, "max_ns=", 999).as_deref(),
+            Some("line \"[low] rt: samples=2 max_ns=1000\" has max_ns= above 999")
+        );
+        assert_eq!(
+            at_most("[low] rt: samples=1\n", p, "max_ns=", 5).as_deref(),
+            Some("line \"[low] rt: samples=1\" has max_ns= above 5")
+        );
+        assert_eq!(
+            at_most("", p, "max_ns=", 5).as_deref(),
+            Some("no line matches \"[low] rt: *\"")
         );
     }
 

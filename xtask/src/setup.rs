@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::paths::{root, TARGET};
+use crate::paths::{root, TARGETS};
 use crate::process::{describe, output, run, step};
 use crate::qemu::{Clock, Machine};
 
@@ -32,7 +32,8 @@ pub const PACKAGES: [&str; 6] = [
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Missing {
     pub packages: Vec<String>,
-    pub rust_target: bool,
+    /// Rust targets rustup does not have (of `TARGETS`).
+    pub rust_targets: Vec<String>,
 }
 
 /// One command to run, with the environment it needs.
@@ -80,9 +81,10 @@ pub struct Plan {
 /// Decides the commands for what is `missing`, given whether we are root.
 pub fn plan(missing: &Missing, is_root: bool) -> Plan {
     let mut plan = Plan::default();
-    if missing.rust_target {
-        plan.run
-            .push(Invocation::new(None, &["rustup", "target", "add", TARGET]));
+    if !missing.rust_targets.is_empty() {
+        let mut add = Invocation::new(None, &["rustup", "target", "add"]);
+        add.argv.extend(missing.rust_targets.iter().cloned());
+        plan.run.push(add);
     }
     if !missing.packages.is_empty() {
         let env = is_root.then_some(("DEBIAN_FRONTEND", "noninteractive"));
@@ -119,13 +121,17 @@ fn missing_packages() -> Result<Vec<String>> {
     Ok(missing)
 }
 
-fn rust_target_missing() -> Result<bool> {
+fn rust_targets_missing() -> Result<Vec<String>> {
     let installed = output(
         Command::new("rustup")
             .args(["target", "list", "--installed"])
             .current_dir(root()),
     )?;
-    Ok(!installed.lines().any(|l| l.trim() == TARGET))
+    Ok(TARGETS
+        .iter()
+        .filter(|&&target| !installed.lines().any(|l| l.trim() == target))
+        .map(|target| target.to_string())
+        .collect())
 }
 
 fn is_root() -> Result<bool> {
@@ -136,7 +142,7 @@ fn is_root() -> Result<bool> {
 pub fn setup() -> Result<()> {
     let missing = Missing {
         packages: missing_packages()?,
-        rust_target: rust_target_missing()?,
+        rust_targets: rust_targets_missing()?,
     };
     if missing == Missing::default() {
         step("setup: everything is installed");
@@ -144,9 +150,12 @@ pub fn setup() -> Result<()> {
         return prepare_guests();
     }
     let mut wanted = missing.packages.clone();
-    if missing.rust_target {
-        wanted.push(format!("Rust target {TARGET}"));
-    }
+    wanted.extend(
+        missing
+            .rust_targets
+            .iter()
+            .map(|target| format!("Rust target {target}")),
+    );
     step(format!("setup: missing {}", wanted.join(", ")));
     let plan = plan(&missing, is_root()?);
     for invocation in &plan.run {
@@ -262,7 +271,7 @@ mod tests {
     fn root_installs_missing_packages_without_questions() {
         let missing = Missing {
             packages: vec!["gdb-multiarch".into(), "qemu-system-arm".into()],
-            rust_target: false,
+            rust_targets: Vec::new(),
         };
         let p = plan(&missing, true);
         assert_eq!(
@@ -279,7 +288,7 @@ mod tests {
     fn users_are_told_the_root_commands_but_the_target_is_added_for_them() {
         let missing = Missing {
             packages: vec!["gcc-aarch64-linux-gnu".into()],
-            rust_target: true,
+            rust_targets: vec!["aarch64-unknown-none".into()],
         };
         let p = plan(&missing, false);
         assert_eq!(lines(&p.run), ["rustup target add aarch64-unknown-none"]);

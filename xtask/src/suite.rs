@@ -1,7 +1,8 @@
 //! `cargo xtask test`: every check of the project, ending with `<N> passed, <M> failed`.
 //!
 //! Static checks (rustfmt, clippy for host and AArch64 crates), the host unit tests, a
-//! bounded run of every fuzz target (`FUZZ_SECONDS` each), then the QEMU scenarios of
+//! bounded run of every fuzz target (`FUZZ_SECONDS` each), the EL2 profile of the probe
+//! (the QEMU plugin of `cargo xtask profile` still loads and counts), then the QEMU scenarios of
 //! `scenarios::SCENARIOS`, each on its own boot image under `build/tests/` with a deadline. A
 //! failing check never stops the others; only the final count and the exit status summarise
 //! them.
@@ -17,8 +18,9 @@ use crate::conversation;
 use crate::fuzz;
 use crate::hostile;
 use crate::linux;
-use crate::paths::{self, root, TARGET};
+use crate::paths::{self, root, GUEST_TARGET, HYPERVISOR_TARGET};
 use crate::process::{self, step, Ending};
+use crate::profile;
 use crate::qemu::Machine;
 use crate::scenarios::{console_lines, verdict, Boot, End, RunEnd, Scenario, SCENARIOS};
 use crate::xen;
@@ -35,11 +37,12 @@ struct CargoCheck {
     args: &'static [&'static str],
 }
 
-/// The crates built for `aarch64-unknown-none` only: the hypervisor and the bare-metal guests.
-/// Their assembly and cross-compiled C do not build for the host.
+/// The crates built for AArch64 only: the hypervisor (`HYPERVISOR_TARGET`) and the
+/// bare-metal guests (`GUEST_TARGET`). Their assembly and cross-compiled C do not build for
+/// the host.
 const BARE_METAL: [&str; 3] = ["partita", "partita-probe", "partita-freertos"];
 
-const CARGO_CHECKS: [CargoCheck; 5] = [
+const CARGO_CHECKS: [CargoCheck; 6] = [
     CargoCheck {
         name: "rustfmt",
         args: &["fmt", "--all", "--", "--check"],
@@ -65,17 +68,28 @@ const CARGO_CHECKS: [CargoCheck; 5] = [
         ],
     },
     CargoCheck {
-        name: "clippy (aarch64 crates)",
+        name: "clippy (hypervisor)",
         args: &[
             "clippy",
             "-p",
             BARE_METAL[0],
+            "--target",
+            HYPERVISOR_TARGET,
+            "--",
+            "-D",
+            "warnings",
+        ],
+    },
+    CargoCheck {
+        name: "clippy (guests)",
+        args: &[
+            "clippy",
             "-p",
             BARE_METAL[1],
             "-p",
             BARE_METAL[2],
             "--target",
-            TARGET,
+            GUEST_TARGET,
             "--",
             "-D",
             "warnings",
@@ -143,6 +157,20 @@ pub fn run(only: &[String]) -> Result<bool> {
         .into_iter()
         .collect();
     tally.record("build", &build_problems, start.elapsed());
+    if only.is_empty() {
+        step("profile of the probe (QEMU plugin)");
+        let start = Instant::now();
+        let problems: Vec<String> = if built.is_ok() {
+            profile::check_probe()
+                .err()
+                .map(|e| format!("{e:#}"))
+                .into_iter()
+                .collect()
+        } else {
+            vec!["not run: the build failed".to_string()]
+        };
+        tally.record("profile (QEMU plugin)", &problems, start.elapsed());
+    }
     let chosen = SCENARIOS
         .iter()
         .filter(|s| only.is_empty() || only.iter().any(|name| name == s.name));

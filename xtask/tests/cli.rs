@@ -115,7 +115,7 @@ fn an_unknown_cpu_model_names_the_known_ones() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).starts_with(
-            "error: invalid value 'pentium' for '--cpu <CPU>'\n  [possible values: cortex-a72, max]\n"
+            "error: invalid value 'pentium' for '--cpu <CPU>'\n  [possible values: cortex-a72, cortex-a53, max]\n"
         ),
         "{}",
         stderr(&out)

@@ -16,6 +16,16 @@ pub const PARTITA_VERSION: u32 = 0xc600_0000;
 /// Partita's counter read: x1 = VM index (configuration order), x2 = counter id
 /// (`counters::Counter`) -> x0 = SUCCESS and x1 = the value, or x0 = INVALID_PARAMETERS.
 pub const PARTITA_COUNTER: u32 = 0xc600_0001;
+/// Partita's console write, the paravirtual console: x1 = how many bytes (0 to
+/// `CONSOLE_CHUNK`), x2..x7 = the bytes, little endian (x2's lowest byte first) -> x0 =
+/// SUCCESS, or INVALID_PARAMETERS for a larger count. The bytes join the VM's console
+/// output exactly as if its UART had sent them; one call costs one exit, where the UART
+/// costs one or two a byte (docs/console.md).
+pub const PARTITA_CONSOLE_WRITE: u32 = 0xc600_0002;
+/// The most bytes one PARTITA_CONSOLE_WRITE carries: six registers' worth.
+pub const CONSOLE_CHUNK: usize = 48;
+/// The registers a call reads: x0..x7.
+pub const CALL_REGISTERS: usize = 8;
 
 /// PSCI 1.1, as returned by PSCI_VERSION.
 pub const PSCI_VERSION_1_1: u64 = 0x0001_0001;
@@ -67,10 +77,41 @@ pub enum Hypercall {
         vm: u64,
         counter: u64,
     },
+    /// PARTITA_CONSOLE_WRITE with its bytes; `None` when the count is too large.
+    PartitaConsoleWrite(Option<ConsoleBytes>),
     /// Any function ID Partita does not implement: the guest gets NOT_SUPPORTED.
     Unsupported {
         function: u32,
     },
+}
+
+/// The bytes of one PARTITA_CONSOLE_WRITE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsoleBytes {
+    bytes: [u8; CONSOLE_CHUNK],
+    len: u8,
+}
+
+impl ConsoleBytes {
+    /// The first `count` bytes of `words` (each register little endian, in order); `None`
+    /// when `count` exceeds `CONSOLE_CHUNK`. Registers past `words` read as zero.
+    pub fn from_registers(count: u64, words: &[u64]) -> Option<ConsoleBytes> {
+        let len = usize::try_from(count)
+            .ok()
+            .filter(|&n| n <= CONSOLE_CHUNK)?;
+        let mut bytes = [0u8; CONSOLE_CHUNK];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        Some(ConsoleBytes {
+            bytes,
+            len: len as u8,
+        })
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
 }
 
 /// Whether a call with 32-bit convention (function ID bit 30 clear) passes its arguments in
@@ -83,14 +124,15 @@ fn argument(function: u32, x: u64) -> u64 {
     }
 }
 
-/// Decodes a call from the guest's x0..x3.
-pub fn decode(x: [u64; 4]) -> Hypercall {
-    let function = x[0] as u32;
-    let arg = |i: usize| argument(function, x[i]);
+/// Decodes a call from the guest's x0..x7 (registers past the end of `x` read as zero).
+pub fn decode(x: &[u64]) -> Hypercall {
+    let reg = |i: usize| x.get(i).copied().unwrap_or(0);
+    let function = reg(0) as u32;
+    let arg = |i: usize| argument(function, reg(i));
     match function {
         psci::PSCI_VERSION => Hypercall::PsciVersion,
         psci::PSCI_FEATURES => Hypercall::PsciFeatures {
-            function: x[1] as u32,
+            function: reg(1) as u32,
         },
         psci::PSCI_CPU_ON_32 | psci::PSCI_CPU_ON_64 => Hypercall::CpuOn {
             target: arg(1),
@@ -107,9 +149,13 @@ pub fn decode(x: [u64; 4]) -> Hypercall {
         SMCCC_VERSION => Hypercall::SmcccVersion,
         PARTITA_VERSION => Hypercall::PartitaVersion,
         PARTITA_COUNTER => Hypercall::PartitaCounter {
-            vm: x[1],
-            counter: x[2],
+            vm: reg(1),
+            counter: reg(2),
         },
+        PARTITA_CONSOLE_WRITE => Hypercall::PartitaConsoleWrite(ConsoleBytes::from_registers(
+            reg(1),
+            x.get(2..).unwrap_or(&[]),
+        )),
         function => Hypercall::Unsupported { function },
     }
 }
@@ -117,7 +163,7 @@ pub fn decode(x: [u64; 4]) -> Hypercall {
 /// Whether PSCI_FEATURES reports `function` as implemented.
 pub fn is_implemented(function: u32) -> bool {
     !matches!(
-        decode([function as u64, 0, 0, 0]),
+        decode(&[u64::from(function)]),
         Hypercall::Unsupported { .. }
     )
 }
@@ -136,6 +182,8 @@ pub enum Response {
     PowerOff,
     /// The calling VM restarts (SYSTEM_RESET).
     Reset,
+    /// These bytes join the calling VM's console output; x0 = SUCCESS.
+    Print(ConsoleBytes),
 }
 
 impl Response {
@@ -144,12 +192,12 @@ impl Response {
     }
 }
 
-/// The response to HVC/SMC `#imm` with the guest's x0..x3, for a uniprocessor VM whose vCPU
+/// The response to HVC/SMC `#imm` with the guest's x0..x7, for a uniprocessor VM whose vCPU
 /// has MPIDR `own_mpidr`. SMCCC calls use immediate 0: any other is NOT_SUPPORTED.
 /// `read_counter(vm, counter)` answers PARTITA_COUNTER: the value, or `None` when that VM
 /// or counter does not exist.
 pub fn respond(
-    x: [u64; 4],
+    x: &[u64],
     imm: u16,
     own_mpidr: u64,
     read_counter: impl FnOnce(u64, u64) -> Option<u64>,
@@ -158,7 +206,7 @@ pub fn respond(
         decode(x)
     } else {
         Hypercall::Unsupported {
-            function: x[0] as u32,
+            function: x.first().copied().unwrap_or(0) as u32,
         }
     };
     let is_self = |target: u64| affinity(target) == affinity(own_mpidr);
@@ -191,6 +239,8 @@ pub fn respond(
             },
             None => Response::value(ret::INVALID_PARAMETERS),
         },
+        Hypercall::PartitaConsoleWrite(Some(bytes)) => Response::Print(bytes),
+        Hypercall::PartitaConsoleWrite(None) => Response::value(ret::INVALID_PARAMETERS),
         Hypercall::PsciFeatures { .. } | Hypercall::Unsupported { .. } => {
             Response::value(ret::NOT_SUPPORTED)
         }
@@ -200,15 +250,17 @@ pub fn respond(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec;
+    use alloc::vec::Vec;
 
     #[test]
     fn psci_ids_decode() {
-        assert_eq!(decode([0x8400_0000, 0, 0, 0]), Hypercall::PsciVersion);
-        assert_eq!(decode([0x8400_0008, 0, 0, 0]), Hypercall::SystemOff);
-        assert_eq!(decode([0x8400_0009, 0, 0, 0]), Hypercall::SystemReset);
-        assert_eq!(decode([0x8400_0002, 0, 0, 0]), Hypercall::CpuOff);
+        assert_eq!(decode(&[0x8400_0000, 0, 0, 0]), Hypercall::PsciVersion);
+        assert_eq!(decode(&[0x8400_0008, 0, 0, 0]), Hypercall::SystemOff);
+        assert_eq!(decode(&[0x8400_0009, 0, 0, 0]), Hypercall::SystemReset);
+        assert_eq!(decode(&[0x8400_0002, 0, 0, 0]), Hypercall::CpuOff);
         assert_eq!(
-            decode([0x8400_000a, 0x8400_0008, 0, 0]),
+            decode(&[0x8400_000a, 0x8400_0008, 0, 0]),
             Hypercall::PsciFeatures {
                 function: 0x8400_0008
             }
@@ -218,16 +270,16 @@ mod tests {
     #[test]
     fn upper_half_of_x0_is_ignored() {
         assert_eq!(
-            decode([0xdead_beef_8000_0000, 0, 0, 0]),
+            decode(&[0xdead_beef_8000_0000, 0, 0, 0]),
             Hypercall::SmcccVersion
         );
-        assert_eq!(decode([0x1_c600_0000, 0, 0, 0]), Hypercall::PartitaVersion);
+        assert_eq!(decode(&[0x1_c600_0000, 0, 0, 0]), Hypercall::PartitaVersion);
     }
 
     #[test]
     fn counter_reads_carry_every_argument_bit() {
         assert_eq!(
-            decode([0xc600_0001, u64::MAX, 1 << 40, 7]),
+            decode(&[0xc600_0001, u64::MAX, 1 << 40, 7]),
             Hypercall::PartitaCounter {
                 vm: u64::MAX,
                 counter: 1 << 40
@@ -237,9 +289,53 @@ mod tests {
     }
 
     #[test]
+    fn console_writes_carry_up_to_forty_eight_bytes() {
+        let words: Vec<u64> = b"hello, world! Partita's console call carries 48B"
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let mut x = vec![0xc600_0002, 48];
+        x.extend(&words);
+        let Hypercall::PartitaConsoleWrite(Some(bytes)) = decode(&x) else {
+            panic!("not a console write");
+        };
+        assert_eq!(
+            bytes.as_slice(),
+            b"hello, world! Partita's console call carries 48B"
+        );
+        assert_eq!(respond(&x, 0, 0, |_, _| None), Response::Print(bytes));
+        x[1] = 13;
+        assert_eq!(
+            decode(&x),
+            Hypercall::PartitaConsoleWrite(ConsoleBytes::from_registers(13, &words))
+        );
+        let short = ConsoleBytes::from_registers(13, &words).unwrap();
+        assert_eq!(short.as_slice(), b"hello, world!");
+        assert_eq!(
+            ConsoleBytes::from_registers(0, &words).unwrap().as_slice(),
+            b""
+        );
+        // Registers the caller did not pass read as zero.
+        assert_eq!(
+            ConsoleBytes::from_registers(9, &words[..1])
+                .unwrap()
+                .as_slice(),
+            b"hello, w\0"
+        );
+        for count in [49, 1 << 32, u64::MAX] {
+            x[1] = count;
+            assert_eq!(
+                respond(&x, 0, 0, |_, _| None),
+                Response::value(ret::INVALID_PARAMETERS)
+            );
+        }
+        assert!(is_implemented(PARTITA_CONSOLE_WRITE));
+    }
+
+    #[test]
     fn cpu_on_32_truncates_arguments_and_64_does_not() {
         assert_eq!(
-            decode([0x8400_0003, 0x1_0000_0001, 0x2_4000_0000, u64::MAX]),
+            decode(&[0x8400_0003, 0x1_0000_0001, 0x2_4000_0000, u64::MAX]),
             Hypercall::CpuOn {
                 target: 1,
                 entry: 0x4000_0000,
@@ -247,7 +343,7 @@ mod tests {
             }
         );
         assert_eq!(
-            decode([0xc400_0003, 0x1_0000_0001, 0x2_4000_0000, 7]),
+            decode(&[0xc400_0003, 0x1_0000_0001, 0x2_4000_0000, 7]),
             Hypercall::CpuOn {
                 target: 0x1_0000_0001,
                 entry: 0x2_4000_0000,
@@ -255,7 +351,7 @@ mod tests {
             }
         );
         assert_eq!(
-            decode([0xc400_0004, 1, 0, 0]),
+            decode(&[0xc400_0004, 1, 0, 0]),
             Hypercall::AffinityInfo {
                 target: 1,
                 level: 0
@@ -265,9 +361,9 @@ mod tests {
 
     #[test]
     fn unknown_ids_are_unsupported() {
-        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0002, 0x8000_0001, 0] {
+        for id in [0x8400_0001u64, 0x8400_0012, 0xc600_0003, 0x8000_0001, 0] {
             assert_eq!(
-                decode([id, 0, 0, 0]),
+                decode(&[id, 0, 0, 0]),
                 Hypercall::Unsupported {
                     function: id as u32
                 }
@@ -298,7 +394,7 @@ mod tests {
     #[test]
     fn responses_follow_the_contract() {
         let me = 0x8000_0000;
-        let respond0 = |x: [u64; 4]| respond(x, 0, me, |vm, c| (vm == 1 && c == 2).then_some(7));
+        let respond0 = |x: [u64; 4]| respond(&x, 0, me, |vm, c| (vm == 1 && c == 2).then_some(7));
         let value = |x0| Response::Return { x0, x1: None };
         assert_eq!(respond0([0x8400_0000, 0, 0, 0]), value(PSCI_VERSION_1_1));
         assert_eq!(
@@ -347,7 +443,7 @@ mod tests {
         );
         assert_eq!(respond0([0x1234, 0, 0, 0]), value(ret::NOT_SUPPORTED));
         assert_eq!(
-            respond([0x8400_0008, 0, 0, 0], 1, me, |_, _| None),
+            respond(&[0x8400_0008, 0, 0, 0], 1, me, |_, _| None),
             value(ret::NOT_SUPPORTED)
         );
     }

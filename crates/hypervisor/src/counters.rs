@@ -1,6 +1,7 @@
 //! Partita's own figures (`partita_core::counters`): per VM, exits by cause, injected
-//! interrupts, vCPU switches, time in the guest and at EL2, and the length of three hot
-//! paths (hypercall round trip, interrupt injection, vCPU switch); read by guests with
+//! interrupts, vCPU switches, time in the guest and at EL2, and the length of four hot
+//! paths (hypercall round trip, interrupt injection, vCPU switch, emulated device access);
+//! read by guests with
 //! PARTITA_COUNTER and printed on the console when a VM stops.
 //!
 //! The clock is the PMU cycle counter PMCCNTR_EL0, counting at every exception level
@@ -24,7 +25,7 @@ use crate::println;
 
 /// VMs with counters (configuration indices below this); others are not counted.
 const MAX_VMS: usize = 16;
-/// Words per VM: one per counter, paths as count, sum, min, max.
+/// Words per VM: one per counter (`ElapsedNs`'s is unused), paths as count, min, sum, max.
 const WORDS: usize = Counter::ALL.len();
 
 /// Why the last vCPU of a CPU exited, as far as the hot paths care.
@@ -33,6 +34,8 @@ pub enum ExitKind {
     Hypercall,
     Irq,
     Other,
+    /// A data abort a device model answered (`device_access`).
+    Device,
 }
 
 /// The exit causes counted (`Counter::Traps*`).
@@ -93,7 +96,7 @@ struct CpuWords {
 const BOOT: u64 = u64::MAX;
 /// Owner after idle: the wake-up is charged to the VM that enters next.
 const WOKE: u64 = u64::MAX - 1;
-const NO_PATH: u64 = 3;
+const NO_PATH: u64 = 4;
 
 static CPUS: [CpuWords; MAX_CPUS] = [const {
     CpuWords {
@@ -184,6 +187,8 @@ pub fn entering(vm: usize) {
             Some(Counter::HypercallCount)
         } else if kind == ExitKind::Irq as u64 && injected {
             Some(Counter::InjectionCount)
+        } else if kind == ExitKind::Device as u64 && !woke {
+            Some(Counter::DeviceCount)
         } else {
             None
         };
@@ -241,6 +246,23 @@ pub fn trap(vm: usize, trap: Trap) {
     cpu().kind.store(trap.kind() as u64, Ordering::Relaxed);
 }
 
+/// The last exit (a data abort) was answered by a device model.
+pub fn device_access() {
+    cpu().kind.store(ExitKind::Device as u64, Ordering::Relaxed);
+}
+
+/// VM `vm`'s vCPU goes back in after the exit fast path answered a device access: the
+/// trap, its EL2 time and the device path in one update, without `trap` and `entering`.
+pub fn device_reentry(vm: usize) {
+    let now = clock();
+    let cpu = cpu();
+    let since = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
+    add(vm, Counter::TrapsDataAbort, 1);
+    add(vm, Counter::El2Ns, since);
+    add_path_sample(vm, Counter::DeviceCount, since);
+    cpu.mark.store(now, Ordering::Relaxed);
+}
+
 /// An interrupt was put into VM `vm`'s virtual GIC.
 pub fn injected(vm: usize) {
     add(vm, Counter::Injected, 1);
@@ -284,6 +306,7 @@ pub fn read(vm: usize, counter: Counter) -> Option<u64> {
         Counter::HypercallMean => path(w, Counter::HypercallCount).mean(),
         Counter::InjectionMean => path(w, Counter::InjectionCount).mean(),
         Counter::SwitchMean => path(w, Counter::SwitchCount).mean(),
+        Counter::DeviceMean => path(w, Counter::DeviceCount).mean(),
         other => w[other as usize].load(Ordering::Relaxed),
     })
 }
@@ -294,7 +317,7 @@ pub fn print(vm: usize, name: &str) {
     struct Values(usize);
     impl core::fmt::Display for Values {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            for counter in Counter::ALL.iter().chain([Counter::ElapsedNs].iter()) {
+            for counter in Counter::ALL.iter() {
                 if let Some(value) = read(self.0, *counter) {
                     write!(f, " {}={value}", counter.name())?;
                 }

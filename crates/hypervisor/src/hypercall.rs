@@ -2,32 +2,34 @@
 //! Partita's vendor-hypervisor calls, as decoded and answered by `partita_core::hypercall`.
 //!
 //! Results go to x0 (x1 for PARTITA_VERSION's version and PARTITA_COUNTER's value); other registers
-//! are left as the guest gave them. A call never reaches the physical firmware and never
+//! are left as the guest gave them. PARTITA_CONSOLE_WRITE's bytes join the VM's console
+//! stream, as its UART's would. A call never reaches the physical firmware and never
 //! affects another VM (PARTITA_COUNTER only reads counters, of any VM).
 
 use partita_core::counters::Counter;
-use partita_core::hypercall::{respond, Response};
+use partita_core::hypercall::{respond, ret, Response, CALL_REGISTERS};
 
+use crate::console;
 use crate::counters;
 use crate::system::Stop;
 use crate::trap::Outcome;
 use crate::vcpu::GUEST_MPIDR;
 use crate::vm::Vm;
 
-/// Handles the call in the vCPU's x0..x3; `imm` is the HVC/SMC immediate (SMCCC uses 0).
+/// Handles the call in the vCPU's x0..x7; `imm` is the HVC/SMC immediate (SMCCC uses 0).
 pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
     let regs = &mut vm.vcpu.regs.x;
-    match respond(
-        [regs[0], regs[1], regs[2], regs[3]],
-        imm,
-        GUEST_MPIDR,
-        counters_value,
-    ) {
+    match respond(&regs[..CALL_REGISTERS], imm, GUEST_MPIDR, counters_value) {
         Response::Return { x0, x1 } => {
             regs[0] = x0;
             if let Some(x1) = x1 {
                 regs[1] = x1;
             }
+            Outcome::Resume
+        }
+        Response::Print(bytes) => {
+            regs[0] = ret::SUCCESS;
+            console::vm_output(vm.index(), bytes.as_slice());
             Outcome::Resume
         }
         Response::PowerOff => Outcome::Stop(Stop::Clean),

@@ -151,11 +151,13 @@ fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
         if gic {
             return vm.vgic.write(ipa, access.size, value).is_ok();
         }
-        match vm.devices.write(ipa, access.size, value) {
+        let index = vm.index();
+        match vm.devices.write(index, ipa, access.size, value) {
             Ok(raise) => {
                 if let Some(intid) = raise {
                     vm.raise_owned_spi(intid);
                 }
+                counters::device_access();
                 true
             }
             Err(_) => false,
@@ -169,6 +171,9 @@ fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
         match read {
             Ok(raw) => {
                 vm.vcpu.set_reg(access.register, access.load_value(raw));
+                if !gic {
+                    counters::device_access();
+                }
                 true
             }
             Err(_) => false,

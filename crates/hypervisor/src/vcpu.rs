@@ -1,11 +1,12 @@
-//! A virtual CPU: general registers, ELR/SPSR, FP/SIMD state (in `GuestRegs`, moved by the
-//! world switch) and the EL1 system registers (in `El1Context`, moved when the vCPU takes or
-//! leaves a physical CPU), plus the EL2 controls that confine it.
+//! A virtual CPU: general registers and ELR/SPSR (in `GuestRegs`, moved by the world switch),
+//! the FP/SIMD registers (`FpState`) and the EL1 system registers (`El1Context`), both moved
+//! when the vCPU takes or leaves a physical CPU, plus the EL2 controls that confine it.
 //!
 //! This module sets up and switches vCPU state; it must never decide what a trap means.
 
 use partita_core::trap::Register;
 
+use crate::arch::aarch64::fp::FpState;
 use crate::arch::aarch64::gic_hyp::VirtualCpuInterface;
 use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg, El1Context, PauthKeys};
 use crate::arch::aarch64::vectors::{enter_guest, Exit, GuestRegs};
@@ -61,6 +62,7 @@ pub const GUEST_MPIDR: u64 = 1 << 31;
 pub struct Vcpu {
     pub regs: GuestRegs,
     pub el1: El1Context,
+    fp: FpState,
     /// Its pointer-authentication keys, moved with it when the CPU has them (`None`
     /// otherwise); a fresh vCPU starts with zero keys.
     pauth_keys: Option<PauthKeys>,
@@ -71,13 +73,16 @@ pub struct Vcpu {
 impl Vcpu {
     /// A vCPU about to run from `entry` at EL1h, MMU off, x0 = `dtb`, x1..x3 = 0.
     pub fn new(entry: u64, dtb: u64, physical_timer: PhysicalTimer) -> Self {
-        let mut regs = GuestRegs::default();
-        regs.elr = entry;
-        regs.spsr = SPSR_EL1H_MASKED;
+        let mut regs = GuestRegs {
+            elr: entry,
+            spsr: SPSR_EL1H_MASKED,
+            ..GuestRegs::default()
+        };
         regs.x[0] = dtb;
         Vcpu {
             regs,
             el1: El1Context::reset(),
+            fp: FpState::default(),
             pauth_keys: has_pauth().then(PauthKeys::default),
             cpu_interface: VirtualCpuInterface::default(),
             physical_timer,
@@ -105,12 +110,14 @@ impl Vcpu {
             keys.restore();
         }
         self.el1.restore();
+        self.fp.restore();
     }
 
     /// Saves the EL1 state and virtual CPU interface when the vCPU leaves the CPU, and stops
     /// its virtual timer so it cannot fire for a vCPU that is not there.
     pub fn unload(&mut self) {
         self.el1.save();
+        self.fp.save();
         if let Some(keys) = &mut self.pauth_keys {
             keys.save();
         }

@@ -19,6 +19,7 @@ mod console;
 mod demo;
 mod freertos;
 mod gic;
+mod partita;
 mod pl011;
 mod platform;
 mod port;
@@ -63,6 +64,7 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
         Err(error) => console::halt(format_args!("device tree at {dtb:#x}: {error}")),
     };
     psci::init(&fdt);
+    partita::detect();
     let args = BootArgs::from_fdt(&fdt);
     if let Some(samples) = args.rt_samples {
         rt::limit_samples(samples);

@@ -39,13 +39,13 @@ pub fn conduit_name() -> &'static str {
 
 /// A fast call to the hypervisor (HVC conduit only: natively the conduit is SMC to the
 /// firmware, which knows no vendor-hypervisor calls): x0..x1 of the result, or None.
-pub fn hypervisor_call(function: u32, x1: u64, x2: u64) -> Option<[u64; 2]> {
+pub fn hypervisor_call(function: u32, x1_up: &[u64]) -> Option<[u64; 2]> {
     if CONDUIT.load(Ordering::Relaxed) != HVC {
         return None;
     }
     let mut args = [0; 17];
-    args[0] = x1;
-    args[1] = x2;
+    let n = x1_up.len().min(args.len());
+    args[..n].copy_from_slice(&x1_up[..n]);
     let result = smccc::hvc64(function, args);
     Some([result[0], result[1]])
 }

@@ -43,8 +43,14 @@ impl Reply {
 }
 
 pub fn call(conduit: Conduit, function: u32, args: [u64; 3]) -> Reply {
+    call_with(conduit, function, &args)
+}
+
+/// A call with x1.. = `args` (at most 17; the rest zero).
+pub fn call_with(conduit: Conduit, function: u32, args: &[u64]) -> Reply {
     let mut regs = [0u64; 17];
-    regs[..3].copy_from_slice(&args);
+    let n = args.len().min(regs.len());
+    regs[..n].copy_from_slice(&args[..n]);
     let out = match conduit {
         Conduit::Hvc => smccc::hvc64(function, regs),
         Conduit::Smc => smccc::smc64(function, regs),

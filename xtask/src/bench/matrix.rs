@@ -58,7 +58,14 @@ pub enum Boot {
     /// Partita with this configuration file's FreeRTOS VM running the latency benchmark
     /// (`beside_bootargs`) and its Linux VM running `load` for the whole measurement.
     Beside { config: &'static str, load: Load },
+    /// Partita with this configuration file as it is: its FreeRTOS VM runs the demo (its
+    /// greetings and `rt:` line on the console every second) while its Linux VM runs the
+    /// `DEMO_EXPERIMENTS` (issue 16: what a chatty RTOS costs Linux).
+    BesideDemo(&'static str),
 }
+
+/// The Linux experiments of a `BesideDemo` row.
+pub const DEMO_EXPERIMENTS: [&str; 1] = ["cyclictest-hackbench"];
 
 /// What Linux runs beside the FreeRTOS latency measurement (BENCHMARKS.md's loads, and
 /// issue 6's interrupt storm).
@@ -129,7 +136,7 @@ const fn xen_beside(config: &'static str, load: Load) -> Row {
 const SHARED: &str = "configs/default.toml";
 const SPLIT: &str = "configs/split.toml";
 
-pub const ROWS: [Row; 17] = [
+pub const ROWS: [Row; 18] = [
     Row {
         config: "native",
         guest: Guest::Linux,
@@ -144,6 +151,11 @@ pub const ROWS: [Row; 17] = [
         config: "xen",
         guest: Guest::Linux,
         boot: Boot::XenDom0,
+    },
+    Row {
+        config: "shared-demo",
+        guest: Guest::Linux,
+        boot: Boot::BesideDemo(SHARED),
     },
     Row {
         config: "native",
@@ -178,8 +190,9 @@ pub const ROWS: [Row; 17] = [
 pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
     (
         "partita",
-        "EL2 time from a QEMU TCG plugin (instructions attributed to Partita's image)",
-        "not written: EL2 time comes from Partita's own counters (PMCCNTR_EL0) only",
+        "EL2 time from the QEMU TCG plugin (instructions attributed to Partita's image)",
+        "`cargo xtask profile` measures it per system; the bench's EL2 figures come from \
+         Partita's own counters (PMCCNTR_EL0)",
     ),
     (
         "linux",
@@ -190,14 +203,16 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
 ];
 
 /// The configuration ids in table order, each Xen configuration beside Partita's: `solo`
-/// and `xen-solo` one guest alone; `shared-<load>` is FreeRTOS beside Linux running that
-/// load on one pCPU (configs/default.toml), `xen-shared-<load>` the same under Xen (FreeRTOS
-/// a dom0less domU, Linux dom0); `split-<load>` on two pCPUs (configs/split.toml); `xen`
-/// Linux as dom0 alone.
-pub const CONFIGS: [&str; 15] = [
+/// and `xen-solo` one guest alone; `shared-demo` is Linux's experiments beside the FreeRTOS
+/// demo on one pCPU; `shared-<load>` is FreeRTOS beside Linux running that load on one pCPU
+/// (configs/default.toml), `xen-shared-<load>` the same under Xen (FreeRTOS a dom0less
+/// domU, Linux dom0); `split-<load>` on two pCPUs (configs/split.toml); `xen` Linux as dom0
+/// alone.
+pub const CONFIGS: [&str; 16] = [
     "native",
     "solo",
     "xen-solo",
+    "shared-demo",
     "shared-idle",
     "xen-shared-idle",
     "shared-hackbench",
@@ -323,6 +338,19 @@ pub fn linux_experiments(mode: Mode) -> Vec<(&'static LinuxExperiment, &'static 
         .iter()
         .filter_map(|e| e.command(mode).map(|command| (e, command)))
         .collect()
+}
+
+/// The Linux experiments a Linux row booting `boot` runs in `mode`: all of them, or a
+/// `BesideDemo` row's `DEMO_EXPERIMENTS`.
+pub fn linux_experiments_of(
+    boot: Boot,
+    mode: Mode,
+) -> Vec<(&'static LinuxExperiment, &'static str)> {
+    let mut experiments = linux_experiments(mode);
+    if matches!(boot, Boot::BesideDemo(_)) {
+        experiments.retain(|(e, _)| DEMO_EXPERIMENTS.contains(&e.name));
+    }
+    experiments
 }
 
 /// Longest job one boot carries: Xen keeps at most 1023 bytes of dom0's command line,
@@ -453,7 +481,7 @@ pub const LINUX_HEADLINES: [Headline; 12] = [
 ];
 
 /// The FreeRTOS figures of the native-vs-virtualized summary (Kim & Choi's Table 1).
-pub const RTOS_HEADLINES: [Headline; 10] = [
+pub const RTOS_HEADLINES: [Headline; 11] = [
     time("rhealstone/*", "time"),
     time("dispatch", "mean"),
     time("dispatch", "p99"),
@@ -464,6 +492,7 @@ pub const RTOS_HEADLINES: [Headline; 10] = [
     time("irq-latency", "max"),
     time("rt-latency", "mean"),
     time("rt-latency", "max"),
+    time("console/*", "line-64"),
 ];
 
 impl Headline {
@@ -493,16 +522,20 @@ mod tests {
                 .any(|p| config.starts_with(p))
         };
         for config in CONFIGS {
-            let beside = freertos_only(config);
+            // One guest only: FreeRTOS beside a load or alone under Xen; Linux beside the
+            // demo, or alone under Xen (`xen`).
+            let beside = freertos_only(config) || config == "xen";
+            let measured = if config == "shared-demo" || config == "xen" {
+                Guest::Linux
+            } else {
+                Guest::FreeRtos
+            };
             for guest in [Guest::Linux, Guest::FreeRtos] {
                 let rows = ROWS
                     .iter()
                     .filter(|r| r.config == config && r.guest == guest)
                     .count();
-                let expected = match (config, guest) {
-                    ("xen", Guest::FreeRtos) => 0,
-                    _ => usize::from(!beside || guest == Guest::FreeRtos),
-                };
+                let expected = usize::from(!beside || guest == measured);
                 assert_eq!(rows, expected, "{config} {}", guest.name());
             }
         }
@@ -515,6 +548,21 @@ mod tests {
                     "{config}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_demo_row_runs_only_its_experiments() {
+        for mode in [Mode::Quick, Mode::Full] {
+            let names: Vec<&str> = linux_experiments_of(Boot::BesideDemo(SHARED), mode)
+                .iter()
+                .map(|(e, _)| e.name)
+                .collect();
+            assert_eq!(names, DEMO_EXPERIMENTS);
+            assert_eq!(
+                linux_experiments_of(Boot::Partita("configs/linux.toml"), mode).len(),
+                linux_experiments(mode).len()
+            );
         }
     }
 

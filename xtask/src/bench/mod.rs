@@ -48,7 +48,9 @@ fn deadline(mode: Mode, guest: Guest) -> Duration {
 /// The configuration file a Partita boot uses, if any.
 fn config_file(boot: &Boot) -> Option<&'static str> {
     match boot {
-        Boot::Partita(file) | Boot::Beside { config: file, .. } => Some(file),
+        Boot::Partita(file) | Boot::Beside { config: file, .. } | Boot::BesideDemo(file) => {
+            Some(file)
+        }
         _ => None,
     }
 }
@@ -59,7 +61,7 @@ fn vm_names(boot: &Boot) -> &'static [&'static str] {
     match boot {
         Boot::PartitaFreeRtos => &["freertos"],
         Boot::Partita(_) => &["linux"],
-        Boot::Beside { .. } => &[runner::BESIDE_RTOS_VM, "linux"],
+        Boot::Beside { .. } | Boot::BesideDemo(_) => &[runner::BESIDE_RTOS_VM, "linux"],
         _ => &[],
     }
 }
@@ -90,19 +92,18 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         .clone()
         .unwrap_or_else(|| default_out(mode, &provenance.date, &provenance.commit));
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let experiments = matrix::linux_experiments(mode);
     let total = measured
         .iter()
-        .map(|(row, _)| match row.guest {
-            Guest::Linux => experiments.len(),
+        .map(|(row, boot)| match row.guest {
+            Guest::Linux => matrix::linux_experiments_of(*boot, mode).len(),
             Guest::FreeRtos => 1,
         })
         .sum();
-    let jobs = matrix::linux_jobs(&experiments);
     let mut progress = Progress::new(total);
     let mut records = Vec::new();
     let mut not_measured = Vec::new();
     for (row, boot) in &measured {
+        let jobs = matrix::linux_jobs(&matrix::linux_experiments_of(*boot, mode));
         let boots: Vec<&str> = match row.guest {
             Guest::Linux => jobs.iter().map(String::as_str).collect(),
             Guest::FreeRtos => vec![""],
@@ -180,6 +181,7 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
                 | Boot::NativeFreeRtos
                 | Boot::Beside { .. }
                 | Boot::XenDomU(_)
+                | Boot::BesideDemo(_)
         )
     }) {
         build::binaries()?;
@@ -256,7 +258,7 @@ fn records_of(
         }
         Guest::Linux => {
             let sections = console::sections(console);
-            for (experiment, _) in matrix::linux_experiments(mode) {
+            for (experiment, _) in matrix::linux_experiments_of(boot, mode) {
                 let section = sections.iter().find(|s| s.name == experiment.name);
                 let parsed = match section {
                     None => Err(ending.unwrap_or("its output is missing").to_owned()),

@@ -263,10 +263,11 @@ const EXIT_COLUMNS: [(&str, &str); 13] = [
     ("el2-share", "EL2 %"),
 ];
 
-const PATHS: [(&str, &str); 3] = [
+const PATHS: [(&str, &str); 4] = [
     ("hypercall", "hypercall round trip"),
     ("injection", "interrupt injection"),
     ("switch", "vCPU switch"),
+    ("device", "emulated device access (a UART byte)"),
 ];
 
 /// Partita's counters per configuration and VM (experiments `partita/<vm>`).

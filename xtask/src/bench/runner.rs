@@ -89,7 +89,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
             let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
             Ok(machine(&image, system.config.board.cpus))
         }
-        Boot::Partita(config) => {
+        Boot::Partita(config) | Boot::BesideDemo(config) => {
             let image = paths::build_dir().join("bench").join("partita.img");
             let system = build::boot_image(
                 &paths::root().join(config),
@@ -127,6 +127,11 @@ fn xen_boot(cache: &Path, dom0: Option<Option<&str>>, freertos: Option<&str>) ->
     Ok(xen::boot(cache, &domains, &options)?.command)
 }
 
+/// The console line after which a Linux job beside the FreeRTOS demo is over: Linux has
+/// powered off (after Partita printed its counters); FreeRTOS never does, so QEMU is
+/// stopped there.
+pub const DEMO_END: &str = "[partita] vm linux: powered off";
+
 /// The FreeRTOS VM's name in configs/default.toml and configs/split.toml.
 pub const BESIDE_RTOS_VM: &str = "freertos";
 
@@ -136,12 +141,13 @@ pub const BESIDE_RTOS_VM: &str = "freertos";
 pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
 
 /// Which console line ends a run early, if any: Partita's `BESIDE_END` beside a Linux
-/// load; under Xen, the FreeRTOS domU's `bench: done` (Xen prints nothing when a domU
+/// load, `DEMO_END` beside the demo; under Xen, the FreeRTOS domU's `bench: done` (Xen prints nothing when a domU
 /// powers off, and without dom0, or with dom0 under its endless load, never halts the
 /// machine).
 pub fn stop_line(boot: Boot) -> Option<fn(&str) -> bool> {
     match boot {
         Boot::Beside { .. } => Some(|line| line.starts_with(BESIDE_END)),
+        Boot::BesideDemo(_) => Some(|line| line.starts_with(DEMO_END)),
         Boot::XenDomU(_) => Some(|line| {
             xen::domu_text(line.trim_end()).is_some_and(|(_, text)| text == "bench: done")
         }),

@@ -37,6 +37,22 @@ pub struct Device {
     model: Model,
 }
 
+/// What `Devices::uart_access` did.
+pub struct UartAccess {
+    /// A load's value (0 for a store).
+    pub value: u64,
+    /// The UART's interrupt line changed: the virtual GIC must hear of it before entry.
+    pub irq_changed: bool,
+}
+
+/// Sends what `uart` transmitted (a store to its data register queues one byte) to VM
+/// `vm`'s console stream.
+fn drain(uart: &mut Pl011, vm: usize) {
+    while let Some(byte) = uart.take_tx() {
+        console::vm_output(vm, &[byte]);
+    }
+}
+
 /// All emulated devices of one VM.
 pub struct Devices {
     devices: Vec<Device>,
@@ -79,10 +95,11 @@ impl Devices {
         model.device().read(offset, size)
     }
 
-    /// A guest store of `size` at `ipa`; the interrupt it asked a test device to raise
-    /// (`RAISE`), if it did.
+    /// A store of `size` at `ipa` by VM `vm`'s guest; the interrupt it asked a test device
+    /// to raise (`RAISE`), if it did. What a UART transmitted goes to the VM's console.
     pub fn write(
         &mut self,
+        vm: usize,
         ipa: u64,
         size: AccessSize,
         value: u64,
@@ -91,7 +108,10 @@ impl Devices {
         model.device().write(offset, size, value)?;
         Ok(match model {
             Model::Test(test) => test.take_raise(),
-            Model::Uart(_) => None,
+            Model::Uart(uart) => {
+                drain(uart, vm);
+                None
+            }
         })
     }
 
@@ -114,22 +134,35 @@ impl Devices {
         })
     }
 
-    /// Moves everything the UARTs of VM `vm` transmitted to its console stream.
-    pub fn drain_uarts(&mut self, vm: usize) {
-        for d in &mut self.devices {
-            if let Model::Uart(uart) = &mut d.model {
-                let mut bytes = heapless::Vec::<u8, 32>::new();
-                while let Some(byte) = uart.take_tx() {
-                    if bytes.push(byte).is_err() {
-                        console::vm_output(vm, &bytes);
-                        bytes.clear();
-                        let _ = bytes.push(byte);
-                    }
-                }
-                if !bytes.is_empty() {
-                    console::vm_output(vm, &bytes);
-                }
-            }
+    /// An access to one of VM `vm`'s UARTs at `ipa` (`write` carries a store's value),
+    /// done completely: the model's answer, what it transmitted sent to the console, and
+    /// whether its interrupt line changed. `None` when no UART claims `ipa` or the model
+    /// refuses the access (which changes nothing: the general path then injects the abort).
+    /// The exit fast path's device step: it never scans for anything but the UART.
+    pub fn uart_access(
+        &mut self,
+        vm: usize,
+        ipa: u64,
+        size: AccessSize,
+        write: Option<u64>,
+    ) -> Option<UartAccess> {
+        let device = self.devices.iter_mut().find(|d| {
+            matches!(d.model, Model::Uart(_)) && d.window.contains(&Region::new(ipa, 1))
+        })?;
+        let offset = ipa - device.window.base;
+        let Model::Uart(uart) = &mut device.model else {
+            return None;
+        };
+        let line = uart.irq_pending();
+        let value = match write {
+            Some(value) => uart.write(offset, size, value).map(|()| 0),
+            None => uart.read(offset, size),
         }
+        .ok()?;
+        drain(uart, vm);
+        Some(UartAccess {
+            value,
+            irq_changed: uart.irq_pending() != line,
+        })
     }
 }

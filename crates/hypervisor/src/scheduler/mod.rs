@@ -21,6 +21,7 @@ use partita_core::board::Board;
 use partita_core::sched::{ticks_from_micros, RunQueue, VcpuId, VcpuState};
 
 use crate::arch::aarch64::{gic, timer};
+use crate::console;
 use crate::counters;
 use crate::system::{Stop, System};
 use crate::trap::Outcome;
@@ -87,6 +88,7 @@ impl CpuScheduler {
 
     /// Nothing is runnable: wait in WFI at EL2 for the next interrupt or event.
     fn idle(&mut self) {
+        console::release_held();
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
         counters::idle_begin();
         aarch64_cpu::asm::wfi();

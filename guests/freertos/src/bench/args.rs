@@ -2,7 +2,7 @@
 //! `Selection`. Without a valid `bench=` word the guest runs its demo; a malformed
 //! `bench.*` value is ignored like a missing one (the mode's default applies).
 //!
-//! `bench=<thread-metric|rhealstone|latency|all>`, `bench.mode=<quick|full>` (default
+//! `bench=<thread-metric|rhealstone|latency|console|all>`, `bench.mode=<quick|full>` (default
 //! full), `bench.period_ms=<n>` (Thread-Metric reporting period), `bench.samples=<n>`
 //! (latency samples, at most `MAX_SAMPLES`), `bench.loops=<n>` (Rhealstone loops),
 //! `bench.test=<name>` (run only the test of that name), `bench.delay_ms=<n>` (wait before
@@ -56,6 +56,7 @@ pub struct Selection {
     pub thread_metric: bool,
     pub rhealstone: bool,
     pub latency: bool,
+    pub console: bool,
     pub mode: Mode,
     pub period_ms: u64,
     pub samples: usize,
@@ -89,11 +90,12 @@ impl Selection {
                 _ => {}
             }
         }
-        let (thread_metric, rhealstone, latency) = experiments?;
+        let (thread_metric, rhealstone, latency, console) = experiments?;
         let mut selection = Self {
             thread_metric,
             rhealstone,
             latency,
+            console,
             mode,
             period_ms: period_ms.unwrap_or(mode.period_ms()),
             samples: samples
@@ -118,12 +120,14 @@ impl Selection {
     }
 }
 
-fn parse_experiments(value: &str) -> Option<(bool, bool, bool)> {
+/// Which experiments `bench=<value>` selects: Thread-Metric, Rhealstone, latency, console.
+fn parse_experiments(value: &str) -> Option<(bool, bool, bool, bool)> {
     match value {
-        "thread-metric" => Some((true, false, false)),
-        "rhealstone" => Some((false, true, false)),
-        "latency" => Some((false, false, true)),
-        "all" => Some((true, true, true)),
+        "thread-metric" => Some((true, false, false, false)),
+        "rhealstone" => Some((false, true, false, false)),
+        "latency" => Some((false, false, true, false)),
+        "console" => Some((false, false, false, true)),
+        "all" => Some((true, true, true, true)),
         _ => None,
     }
 }

@@ -1,5 +1,6 @@
 //! The measurement suite's RTOS experiments (the project's BENCHMARKS.md, RTOS
-//! experiments 1-4): Thread-Metric, Rhealstone, dispatch latency and interrupt latency,
+//! experiments 1-4): Thread-Metric, Rhealstone, dispatch latency and interrupt latency, and
+//! the cost of a console line (issue 16),
 //! selected by boot arguments (`args`), printed as `bench:` lines (`report`) and ended
 //! with `bench: done` and PSCI SYSTEM_OFF.
 //!
@@ -9,6 +10,7 @@
 //! runs when the boot arguments select no benchmark (the demo runs instead).
 
 mod args;
+mod console_line;
 mod latency;
 mod objects;
 mod partita;
@@ -76,6 +78,9 @@ extern "C" fn controller_task(_: *mut c_void) {
     }
     if selection.latency {
         latency::run(selection);
+    }
+    if selection.console {
+        console_line::run(selection);
     }
     partita::report_counters();
     console::line(format_args!("bench: done"));

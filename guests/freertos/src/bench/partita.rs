@@ -5,25 +5,24 @@
 //! are Partita's (docs/benchmarks.md). Only under Partita: PARTITA_VERSION must answer 0.
 //! This module reads and prints; it never interprets the values.
 
+use crate::partita::{self, PARTITA_COUNTER};
 use crate::{console, psci};
 
-const PARTITA_VERSION: u32 = 0xc600_0000;
-const PARTITA_COUNTER: u32 = 0xc600_0001;
-/// Counter ids 0..=25 exist today; reading stops at the first refused id.
+/// Counter ids 0..=29 exist today; reading stops at the first refused id.
 const MAX_COUNTERS: usize = 64;
 /// VMs read at most.
 const MAX_VMS: u64 = 16;
 
 /// Reads each VM's counters, then prints them (its lines are not in what was read).
 pub fn report_counters() {
-    if psci::hypervisor_call(PARTITA_VERSION, 0, 0).map(|r| r[0]) != Some(0) {
+    if !partita::present() {
         return;
     }
     for vm in 0..MAX_VMS {
         let mut values = [0u64; MAX_COUNTERS];
         let mut count = 0;
         while count < MAX_COUNTERS {
-            match psci::hypervisor_call(PARTITA_COUNTER, vm, count as u64) {
+            match psci::hypervisor_call(PARTITA_COUNTER, &[vm, count as u64]) {
                 Some([0, value]) => values[count] = value,
                 _ => break,
             }

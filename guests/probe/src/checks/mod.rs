@@ -6,6 +6,7 @@
 //! unnoticed. Output: `ok <n> <description>` or `FAIL <n> <description>: <detail>`.
 
 mod faults;
+mod fp;
 mod hypercalls;
 pub mod interrupts;
 mod testdev;
@@ -73,6 +74,7 @@ const CHECKS: &[Check] = &[
     check("testdev BOOTS is 1",                                   testdev::first_boot),
     check("WFI wakes on the virtual timer, WFE returns",           interrupts::wfi_wfe),
     check("8 SGIs to self: all delivered through 4 list registers", interrupts::sgis_beyond_list_registers),
+    check("FP/SIMD q0-q31 survive an HVC and an MMIO exit",       fp::kept_across_exits),
 ];
 
 pub struct Summary {

@@ -52,8 +52,8 @@ const SECURE_SERVICES: [u32; 12] = [
     0x8000_8000,
     0xffff_ffff,
 ];
-/// Partita's vendor-hypervisor range past PARTITA_COUNTER, and its SMC32 twin.
-const VENDOR_UNKNOWN: [u32; 4] = [0xc600_0002, 0xc600_0100, 0xc600_ffff, 0x8600_0000];
+/// Partita's vendor-hypervisor range past PARTITA_CONSOLE_WRITE, and its SMC32 twin.
+const VENDOR_UNKNOWN: [u32; 4] = [0xc600_0003, 0xc600_0100, 0xc600_ffff, 0x8600_0000];
 /// PARTITA_COUNTER (x1 = VM index, x2 = counter id): read-only; a VM or counter that does
 /// not exist is INVALID_PARAMETERS.
 const PARTITA_COUNTER: u32 = 0xc600_0001;

@@ -15,9 +15,10 @@ const OWN_PHYS: u64 = 0x6040_0000;
 /// Partita's load address and the middle of its heap and bundle (0x4000_0000..0x6000_0000).
 const PARTITA_IMAGE: u64 = 0x4020_0000;
 const PARTITA_HEAP: u64 = 0x5000_0000;
-/// The last double word below this VM's RAM, and the top of the 40-bit guest-physical space.
+/// The last double word below this VM's RAM; the top of the 39-bit guest-physical space,
+/// and the top of the 40-bit space just past it (beyond what stage 2 translates at all).
 const BELOW_RAM: u64 = 0x3fff_fff8;
-const IPA_TOP: u64 = 0xff_ffff_fff8;
+const IPA_TOP: [u64; 2] = [0x7f_ffff_fff8, 0xff_ffff_fff8];
 /// QEMU `virt`: GIC ITS, the redistributor of a second CPU, GICv2 CPU interface and its
 /// hypervisor/virtual-CPU frames, PL031, fw_cfg, PL061, flash, PCIe MMIO and ECAM, secure RAM.
 const GIC_ITS: u64 = 0x0808_0000;
@@ -75,7 +76,7 @@ pub fn below_own_ram(_: &Platform) -> Outcome {
 }
 
 pub fn ipa_top(_: &Platform) -> Outcome {
-    load_and_store_abort(IPA_TOP)
+    IPA_TOP.into_iter().try_for_each(load_and_store_abort)
 }
 
 pub fn gic_its(_: &Platform) -> Outcome {

@@ -11,6 +11,7 @@
 //! probe's own Rust code uses except through the documented attack addresses.
 
 mod calls;
+mod console;
 mod devices;
 mod forms;
 mod gic;
@@ -126,6 +127,10 @@ pub const PROBES: &[Probe] = &[
     probe("pmu-counters",            Ignored,           sysregs::pmu),
     probe("icc-group0",              Emulated,          sysregs::icc_group0),
     probe("tlbi-dc-sw-storm",        Contained,         sysregs::maintenance_storm),
+    probe("uart-flood",              Emulated,          console::uart_flood),
+    probe("console-call-forge",      Contained,         console::console_call_forge),
+    probe("console-call-bad-count",  Ignored,           console::console_call_bad_count),
+    probe("console-call-storm",      Emulated,          console::console_call_storm),
 ];
 
 /// Times the whole table runs again, quietly, after the reported pass: the attacks then

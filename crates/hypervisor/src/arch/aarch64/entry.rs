@@ -2,9 +2,9 @@
 //! instructions of every CPU at EL2.
 //!
 //! The boot CPU keeps x0 (the firmware's device tree) for `primary_main`. Before any Rust
-//! code runs, this sets CPTR_EL2 so FP/SIMD does not trap (Rust on
-//! aarch64-unknown-none uses NEON registers), zeroes .bss (boot CPU only) and points SP_EL2 at
-//! the CPU's own stack. It must never touch memory other than .bss and the stacks: the MMU is
+//! code runs, this sets CPTR_EL2 so FP/SIMD does not trap (Partita's own code never uses it,
+//! being soft-float, but `fp.rs` moves the guests' registers and the guests use them),
+//! zeroes .bss (boot CPU only) and points SP_EL2 at the CPU's own stack. It must never touch memory other than .bss and the stacks: the MMU is
 //! still off, so every access is Device memory and must be aligned.
 
 use core::arch::global_asm;

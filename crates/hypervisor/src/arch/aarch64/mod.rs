@@ -3,6 +3,7 @@
 //! `unsafe` to touch the CPU lives under this module; nothing here knows about VMs' policy.
 
 pub mod entry;
+pub mod fp;
 pub mod gic;
 pub mod gic_hyp;
 pub mod mmu;

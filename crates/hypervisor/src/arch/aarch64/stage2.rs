@@ -1,8 +1,9 @@
 //! Per-VM stage-2 translation: guest-physical (IPA) to physical, built with `aarch64-paging`'s
 //! Stage2 regime, and the VTCR_EL2/VTTBR_EL2 values that select it.
 //!
-//! The IPA space is 40 bits (VTCR_EL2.T0SZ = 24) walked from level 0 (which needs a CPU
-//! with at least 44-bit physical addresses, as Cortex-A72 and QEMU's max have) with 4 KiB granules;
+//! The IPA space is 39 bits (VTCR_EL2.T0SZ = 25) walked from level 1 with 4 KiB granules, one
+//! 4 KiB root table and no concatenation, so any CPU with at least 40-bit physical addresses
+//! takes it (Cortex-A53's PARange is 40 bits, Cortex-A72's 44, QEMU's max 48);
 //! `aarch64-paging` uses 2 MiB and 1 GiB blocks wherever both addresses are aligned. Only a
 //! VM's memory regions are mapped: device windows stay unmapped so every access traps. This
 //! module must never map Partita's own memory or another VM's memory; callers pass only the
@@ -18,19 +19,21 @@ use aarch64_paging::{MapError, Mapping};
 
 use super::sysreg::read_sysreg;
 
-/// VTCR_EL2 without PS: T0SZ = 24 (40-bit IPA), SL0 = 2 (start at level 0), inner/outer
+/// VTCR_EL2 without PS: T0SZ = 25 (39-bit IPA), SL0 = 1 (start at level 1), inner/outer
 /// write-back walks, inner shareable, 4 KiB granule, 8-bit VMID; bit 31 is RES1.
-const VTCR_BASE: u64 = 24 | (2 << 6) | (1 << 8) | (1 << 10) | (3 << 12) | (1 << 31);
-/// PARange/PS encodings: 44 bits is the least that allows a level-0 start with 4 KiB
-/// granules (ARM ARM D8.2.5); 48 bits is the most this map uses.
-const PS_44_BITS: u64 = 0b100;
+const VTCR_BASE: u64 = 25 | (1 << 6) | (1 << 8) | (1 << 10) | (3 << 12) | (1 << 31);
+/// The level the walk starts at (SL0 = 1 with 4 KiB granules, ARM ARM D8.2.5).
+const ROOT_LEVEL: usize = 1;
+/// PARange/PS encodings: a 39-bit IPA space needs at least 40-bit outputs here (the boards'
+/// RAM lies below 2^40); 48 bits is the most this map uses.
+const PS_40_BITS: u64 = 0b010;
 const PS_48_BITS: u64 = 0b101;
 
 /// VTCR_EL2 for this CPU: the output size is the CPU's physical address size.
 fn vtcr() -> u64 {
     let parange = read_sysreg!("id_aa64mmfr0_el1") & 0xf;
-    if parange < PS_44_BITS {
-        panic!("stage 2 needs a 44-bit physical address size (PARange {parange:#x})");
+    if parange < PS_40_BITS {
+        panic!("stage 2 needs a 40-bit physical address size (PARange {parange:#x})");
     }
     VTCR_BASE | (parange.min(PS_48_BITS) << 16)
 }
@@ -55,7 +58,7 @@ pub struct Stage2Map {
 impl Stage2Map {
     pub fn new(vmid: u8) -> Self {
         Stage2Map {
-            mapping: Mapping::new(IdTranslation::new(), 0, Stage2),
+            mapping: Mapping::new(IdTranslation::new(), ROOT_LEVEL, Stage2),
             vmid,
             stale_tlb: true,
         }

@@ -2,9 +2,11 @@
 //! of the guest's registers when it traps back.
 //!
 //! While a guest runs, the EL2 stack holds the host's callee-saved registers and a pointer to
-//! the guest's `GuestRegs`. Any exception from a lower EL saves x0..x30, ELR/SPSR and the
-//! FP/SIMD state (q0..q31, FPCR, FPSR) there, restores the host registers and returns from
-//! `enter_guest` with the exit kind, so trap handling is ordinary Rust on the ordinary stack.
+//! the guest's `GuestRegs`. Any exception from a lower EL saves x0..x30 and ELR/SPSR there,
+//! restores the host registers and returns from `enter_guest` with the exit kind, so trap
+//! handling is ordinary Rust on the ordinary stack. The guest's FP/SIMD registers stay live
+//! through an exit: Partita's code never uses them (it is built soft-float), and `fp` moves
+//! them only when a vCPU leaves or takes the CPU.
 //! Exceptions taken from EL2 itself are Partita bugs and end in a panic. This module must
 //! never interpret a trap: decoding belongs to `trap.rs` and `partita_core::trap`.
 
@@ -20,10 +22,6 @@ pub struct GuestRegs {
     pub x: [u64; 31],
     pub elr: u64,
     pub spsr: u64,
-    pub fpcr: u64,
-    pub fpsr: u64,
-    pad: u64,
-    pub q: [u128; 32],
 }
 
 /// Why `enter_guest` returned: which vector of the lower-EL group was taken.
@@ -118,32 +116,8 @@ enter_guest_raw:
     stp     x23, x24, [sp, #-16]!
     stp     x21, x22, [sp, #-16]!
     stp     x19, x20, [sp, #-16]!
-    stp     d14, d15, [sp, #-16]!
-    stp     d12, d13, [sp, #-16]!
-    stp     d10, d11, [sp, #-16]!
-    stp     d8, d9, [sp, #-16]!
     stp     x0, xzr, [sp, #-16]!
 
-    add     x1, x0, #{q}
-    ldp     q0, q1, [x1, #0]
-    ldp     q2, q3, [x1, #32]
-    ldp     q4, q5, [x1, #64]
-    ldp     q6, q7, [x1, #96]
-    ldp     q8, q9, [x1, #128]
-    ldp     q10, q11, [x1, #160]
-    ldp     q12, q13, [x1, #192]
-    ldp     q14, q15, [x1, #224]
-    ldp     q16, q17, [x1, #256]
-    ldp     q18, q19, [x1, #288]
-    ldp     q20, q21, [x1, #320]
-    ldp     q22, q23, [x1, #352]
-    ldp     q24, q25, [x1, #384]
-    ldp     q26, q27, [x1, #416]
-    ldp     q28, q29, [x1, #448]
-    ldp     q30, q31, [x1, #480]
-    ldp     x2, x3, [x0, #{fpcr}]
-    msr     fpcr, x2
-    msr     fpsr, x3
     ldp     x2, x3, [x0, #{elr}]
     msr     elr_el2, x2
     msr     spsr_el2, x3
@@ -191,32 +165,8 @@ guest_exit:
     mrs     x2, elr_el2
     mrs     x3, spsr_el2
     stp     x2, x3, [x1, #{elr}]
-    mrs     x2, fpcr
-    mrs     x3, fpsr
-    stp     x2, x3, [x1, #{fpcr}]
-    add     x1, x1, #{q}
-    stp     q0, q1, [x1, #0]
-    stp     q2, q3, [x1, #32]
-    stp     q4, q5, [x1, #64]
-    stp     q6, q7, [x1, #96]
-    stp     q8, q9, [x1, #128]
-    stp     q10, q11, [x1, #160]
-    stp     q12, q13, [x1, #192]
-    stp     q14, q15, [x1, #224]
-    stp     q16, q17, [x1, #256]
-    stp     q18, q19, [x1, #288]
-    stp     q20, q21, [x1, #320]
-    stp     q22, q23, [x1, #352]
-    stp     q24, q25, [x1, #384]
-    stp     q26, q27, [x1, #416]
-    stp     q28, q29, [x1, #448]
-    stp     q30, q31, [x1, #480]
 
     add     sp, sp, #16
-    ldp     d8, d9, [sp], #16
-    ldp     d10, d11, [sp], #16
-    ldp     d12, d13, [sp], #16
-    ldp     d14, d15, [sp], #16
     ldp     x19, x20, [sp], #16
     ldp     x21, x22, [sp], #16
     ldp     x23, x24, [sp], #16
@@ -225,14 +175,10 @@ guest_exit:
     ldp     x29, x30, [sp], #16
     ret
 "#,
-    q = const offset_of!(GuestRegs, q),
-    fpcr = const offset_of!(GuestRegs, fpcr),
     elr = const offset_of!(GuestRegs, elr),
 );
 
 const _: () = {
     assert!(offset_of!(GuestRegs, elr) == 248);
     assert!(offset_of!(GuestRegs, spsr) == 256);
-    assert!(offset_of!(GuestRegs, fpsr) == offset_of!(GuestRegs, fpcr) + 8);
-    assert!(offset_of!(GuestRegs, q) % 16 == 0);
 };
