@@ -110,15 +110,15 @@ pub fn domu_text(line: &str) -> Option<(u32, &str)> {
 /// dtb+initrd").
 const FREERTOS_MEMORY_KIB: u64 = 16 * 1024;
 
-/// A ready Xen boot: the QEMU command, and the package version and dom0 kernel for
-/// provenance lines.
+/// A ready Xen boot: the QEMU command, and the package version for provenance lines.
 pub struct Boot {
     pub command: Command,
     pub version: String,
 }
 
 /// Prepares Xen (and Linux when dom0 runs), places the modules and, with a domU, writes
-/// its device tree to `build/xen/<name>.dtb`; returns the QEMU command of the boot.
+/// the machine's device tree (`build/xen/host.dtb`) and the same with the domU
+/// (`build/xen/dom0less.dtb`); returns the QEMU command of the boot.
 pub fn boot(cache: &Path, domains: &Domains<'_>, options: &XenOptions) -> Result<Boot> {
     if domains.dom0.is_none() && domains.freertos.is_none() {
         bail!("a Xen boot needs dom0, a domU or both");
