@@ -280,9 +280,7 @@ fn peer_histograms(results: &Results) -> Vec<(String, Histogram)> {
     let singles = histograms(results);
     let find = |experiment: &str, config: &str| {
         let stem = format!("hist-{}-{config}", slug(experiment));
-        singles
-            .iter()
-            .find(|(s, h)| *s == stem && !h.series.is_empty())
+        singles.iter().find(|(s, _)| *s == stem)
     };
     let mut plots = Vec::new();
     for (partita, xen) in XEN_PEERS {
