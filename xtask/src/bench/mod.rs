@@ -590,6 +590,7 @@ mod tests {
             "overhead-xen",
             "rp-solo",
             "rp-xen-solo",
+            "rp-solo-vs-xen",
         ] {
             assert!(dir.join(format!("{stem}.svg")).is_file(), "{stem}.svg");
             assert_eq!(

@@ -1,9 +1,10 @@
 //! The report's plots, each written as SVG and PNG from the same drawing code (plotters):
 //! latency histograms with log-scale counts (cyclictest, and the RTOS latencies when their
-//! buckets exist; Partita's and Xen's RTOS latencies overlaid per load), overhead bars per virtualized configuration and R_P bars when
-//! Thread-Metric scores of a virtualized configuration exist. Text is drawn with DejaVu
-//! Sans (Debian's fonts-dejavu-core, installed by `cargo xtask setup`), so PNGs do not
-//! depend on the machine's font configuration. It only reads `Results`.
+//! buckets exist; Partita's and Xen's RTOS latencies overlaid per load), overhead bars per
+//! virtualized configuration and R_P bars when Thread-Metric scores of a virtualized
+//! configuration exist (Partita's and Xen's side by side when both do). Text is drawn with
+//! DejaVu Sans (Debian's fonts-dejavu-core, installed by `cargo xtask setup`), so PNGs do
+//! not depend on the machine's font configuration. It only reads `Results`.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -51,6 +52,8 @@ struct Bar {
     name: String,
     value: f64,
     text: String,
+    /// A colour of its own (one per series when two are compared), else the sign's.
+    colour: Option<RGBColor>,
 }
 
 /// One plot, drawn the same way on every backend.
@@ -205,10 +208,10 @@ fn bars_on<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, bars: &Bars) -> Re
         .map_err(failed)?;
     chart
         .draw_series(bars.items.iter().enumerate().map(|(i, bar)| {
-            let colour = if bar.value >= 0.0 {
-                bars.colours.0
-            } else {
-                bars.colours.1
+            let colour = match bar.colour {
+                Some(colour) => colour,
+                None if bar.value >= 0.0 => bars.colours.0,
+                None => bars.colours.1,
             };
             let mut rect = Rectangle::new(
                 [
@@ -357,6 +360,7 @@ fn overhead_items(results: &Results, config: &str, headlines: &[Headline]) -> Ve
                     name: format!("{} {}", virt.experiment, virt.metric),
                     value,
                     text: format!("{value:+.2} %"),
+                    colour: None,
                 });
             }
         }
@@ -364,43 +368,83 @@ fn overhead_items(results: &Results, config: &str, headlines: &[Headline]) -> Ve
     items
 }
 
-/// R_P bars of each virtualized configuration with Thread-Metric scores.
+/// R_P bars of each virtualized configuration with Thread-Metric scores, then of each
+/// Partita configuration and its Xen counterpart side by side (`XEN_PEERS`).
 fn ratio_bars(results: &Results) -> Vec<(String, Bars)> {
-    CONFIGS
+    let rp = |title: String, items: Vec<Bar>| Bars {
+        title,
+        axis: "R_P (%)".to_owned(),
+        items,
+        colours: (BLUE, BLUE),
+    };
+    let single = CONFIGS
         .iter()
         .filter(|c| **c != "native")
         .filter_map(|config| {
-            let items: Vec<Bar> = results
-                .records
-                .iter()
-                .filter(|r| {
-                    r.config == *config
-                        && r.metric == "score"
-                        && r.experiment.starts_with("thread-metric/")
-                })
-                .filter_map(|vm| {
-                    let native = results.value("native", &vm.experiment, "score")?;
-                    let ratio = performance_ratio(native.value, vm.value)?;
-                    Some(Bar {
-                        name: vm
-                            .experiment
-                            .trim_start_matches("thread-metric/")
-                            .to_owned(),
-                        value: ratio,
-                        text: format!("{ratio:.1} %"),
-                    })
-                })
-                .collect();
+            let items = ratio_items(results, config);
             (!items.is_empty()).then(|| {
                 (
                     format!("rp-{config}"),
-                    Bars {
-                        title: format!("Thread-Metric R_P of {config} (native = 100 %)"),
-                        axis: "R_P (%)".to_owned(),
+                    rp(
+                        format!("Thread-Metric R_P of {config} (native = 100 %)"),
                         items,
-                        colours: (BLUE, BLUE),
-                    },
+                    ),
                 )
+            })
+        });
+    let peers = XEN_PEERS.iter().filter_map(|(partita, xen)| {
+        let ours = ratio_items(results, partita);
+        let theirs = ratio_items(results, xen);
+        let mut items = Vec::new();
+        for bar in ours {
+            let Some(peer) = theirs.iter().find(|t| t.name == bar.name) else {
+                continue;
+            };
+            let xen_bar = Bar {
+                name: format!("{} (Xen {xen})", peer.name),
+                value: peer.value,
+                text: peer.text.clone(),
+                colour: Some(SERIES_COLOURS[1]),
+            };
+            items.push(Bar {
+                name: format!("{} (Partita {partita})", bar.name),
+                colour: Some(SERIES_COLOURS[0]),
+                ..bar
+            });
+            items.push(xen_bar);
+        }
+        (!items.is_empty()).then(|| {
+            (
+                format!("rp-{partita}-vs-xen"),
+                rp(
+                    format!("Thread-Metric R_P, Partita {partita} vs Xen {xen} (native = 100 %)"),
+                    items,
+                ),
+            )
+        })
+    });
+    single.chain(peers).collect()
+}
+
+/// One R_P bar per Thread-Metric test of `config` with a native score.
+fn ratio_items(results: &Results, config: &str) -> Vec<Bar> {
+    results
+        .records
+        .iter()
+        .filter(|r| {
+            r.config == config && r.metric == "score" && r.experiment.starts_with("thread-metric/")
+        })
+        .filter_map(|vm| {
+            let native = results.value("native", &vm.experiment, "score")?;
+            let ratio = performance_ratio(native.value, vm.value)?;
+            Some(Bar {
+                name: vm
+                    .experiment
+                    .trim_start_matches("thread-metric/")
+                    .to_owned(),
+                value: ratio,
+                text: format!("{ratio:.1} %"),
+                colour: None,
             })
         })
         .collect()
