@@ -172,6 +172,18 @@ struct Stream {
     held: Vec<u8>,
 }
 
+impl Stream {
+    /// Its output stream and where that goes, borrowed apart.
+    fn parts(&mut self) -> (&mut VmOutput, Screen<'_>) {
+        let screen = Screen {
+            name: &self.name,
+            log: self.log,
+            held: &mut self.held,
+        };
+        (&mut self.output, screen)
+    }
+}
+
 /// Every VM's stream, in configuration order.
 static STREAMS: Once<Vec<Mutex<Stream>>> = Once::new();
 /// What the terminal shows (`View::encode`).
@@ -270,21 +282,8 @@ fn with_stream(vm: usize, f: impl FnOnce(&mut VmOutput, View, &mut Screen)) {
     };
     let mut stream = stream.lock();
     let view = View::decode(VIEW.load(Ordering::Acquire));
-    let Stream {
-        name,
-        output,
-        log,
-        held,
-    } = &mut *stream;
-    f(
-        output,
-        view,
-        &mut Screen {
-            name,
-            log: *log,
-            held,
-        },
-    );
+    let (output, mut screen) = stream.parts();
+    f(output, view, &mut screen);
 }
 
 /// Prints every stream's held lines: the CPU is about to idle, so no vCPU waits for it.
@@ -292,10 +291,7 @@ pub fn release_held() {
     for stream in STREAMS.get().into_iter().flatten() {
         let mut stream = stream.lock();
         if !stream.held.is_empty() {
-            let mut uart = CONSOLE.lock();
-            uart.fresh_line();
-            uart.put_all(&stream.held);
-            stream.held.clear();
+            stream.parts().1.release(&mut CONSOLE.lock());
         }
     }
 }
@@ -334,24 +330,18 @@ pub fn show(view: View) {
     };
     let mut stream = stream.lock();
     VIEW.store(view.encode(), Ordering::Release);
-    let Stream {
-        name,
-        output,
-        log,
-        held,
-    } = &mut *stream;
+    let (output, mut screen) = stream.parts();
     let mut uart = CONSOLE.lock();
+    screen.release(&mut uart);
     uart.fresh_line();
-    uart.put_all(held);
-    held.clear();
-    uart.fresh_line();
+    let name = screen.name;
     let _ = writeln!(
         uart,
         "[partita] console: vm {name} (Ctrl-\\ then 0 shows all VMs)"
     );
     output.replay(|history, partial| {
         if history.dropped() > 0 {
-            let kept = if log.is_some() {
+            let kept = if screen.log.is_some() {
                 ", all in its log"
             } else {
                 ""
