@@ -79,6 +79,13 @@ enum Task {
         /// Boot arguments for the native FreeRTOS guest (QEMU -append, /chosen/bootargs).
         #[arg(long, value_name = "ARGS", requires = "native")]
         append: Option<String>,
+        /// With --xen: also boot the FreeRTOS image as a dom0less domU with these boot
+        /// arguments, sharing the one pCPU with dom0.
+        #[arg(long, value_name = "ARGS", requires = "xen")]
+        freertos_domu: Option<String>,
+        /// With --freertos-domu: no dom0, the domU alone (Xen's dom0less mode).
+        #[arg(long, requires = "freertos_domu", conflicts_with = "linux_cmd")]
+        no_dom0: bool,
     },
     /// Build, then start QEMU halted with a gdb server on port 1234.
     Debug {
@@ -202,8 +209,16 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             icount,
             timeout,
             linux_cmd,
+            freertos_domu,
+            no_dom0,
             ..
-        } => return run_xen(linux_cmd.as_deref(), icount, timeout),
+        } => {
+            let domains = xen::Domains {
+                dom0: (!no_dom0).then_some(linux_cmd.as_deref()),
+                freertos: freertos_domu.as_deref(),
+            };
+            return run_xen(&domains, icount, timeout);
+        }
         Task::Run {
             native: Some(NativeGuest::Linux),
             append: Some(_),
@@ -326,38 +341,29 @@ fn run_native_linux(job: Option<&str>, icount: bool, timeout: Option<u64>) -> Re
     run_qemu(linux::native_command(&guest, &bootargs, &options), timeout)
 }
 
-/// Boots Xen 4.17 with Debian's kernel and the project's initramfs as dom0.
-fn run_xen(job: Option<&str>, icount: bool, timeout: Option<u64>) -> Result<ExitCode> {
-    let cache = paths::cache_dir();
-    let guest = linux::prepare(&cache)?;
-    let hypervisor = xen::prepare(&cache)?;
-    step(format!(
-        "Xen {} with dom0 {}",
-        hypervisor.version,
-        linux_kernel_version(&guest)
-    ));
-    let kernel_size = fs::metadata(&guest.kernel)
-        .with_context(|| format!("reading {}", guest.kernel.display()))?
-        .len();
-    let layout = xen::Dom0Layout::after_kernel(kernel_size);
-    let bootargs = xen::dom0_bootargs(job)?;
+/// Boots Xen 4.17 with Debian's kernel and the project's initramfs as dom0, the FreeRTOS
+/// image as a dom0less domU, or both.
+fn run_xen(domains: &xen::Domains<'_>, icount: bool, timeout: Option<u64>) -> Result<ExitCode> {
+    if domains.freertos.is_some() {
+        build::binaries()?;
+    }
     let options = xen::XenOptions {
-        clock: Clock::for_run(icount, job.is_none()),
+        clock: Clock::for_run(icount, domains.dom0 == Some(None)),
     };
-    let command = xen::command(&hypervisor.binary, &guest, layout, &bootargs, &options);
-    run_qemu(command, timeout)
-}
-
-/// The kernel package and version of `guest`, for provenance lines.
-fn linux_kernel_version(guest: &linux::LinuxGuest) -> String {
-    guest
-        .versions
-        .iter()
-        .find(|(name, _)| name.starts_with("linux-image-"))
-        .map_or_else(
-            || "kernel".to_owned(),
-            |(name, version)| format!("{name} {version}"),
-        )
+    let boot = xen::boot(&paths::cache_dir(), domains, &options)?;
+    step(format!(
+        "Xen {} with {}",
+        boot.version,
+        [
+            domains.dom0.map(|_| "Linux as dom0"),
+            domains.freertos.map(|_| "FreeRTOS as a dom0less domU"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" and ")
+    ));
+    run_qemu(boot.command, timeout)
 }
 
 /// Boots the FreeRTOS guest image directly on QEMU: it drops from EL2 to EL1 itself.

@@ -76,6 +76,9 @@ pub enum Boot {
     NativeLinux,
     /// The FreeRTOS guest image directly on QEMU, with these boot arguments.
     NativeFreertos(&'static str),
+    /// The FreeRTOS guest image as a Xen 4.17 dom0less domU with these boot arguments;
+    /// with a `job`, beside the Linux guest as dom0 running it on the same pCPU, else alone.
+    XenFreertos(&'static str),
     /// Partita with this configuration as `make run` boots it (its console view, each VM's
     /// output logged, idle time on the wall clock), with a person typing this script.
     Typed(&'static str, &'static [Step]),
@@ -193,6 +196,7 @@ const WORKLOAD_DONE: &[Expect] = &[
 const FREERTOS_RT: &str = "[freertos] rt: samples=*";
 const FREERTOS_NO_MISS: &str = "[freertos] rt: samples=* misses=0";
 const FREERTOS_FAULT: &str = "[partita] vm freertos: fault: *";
+const XEN_PANIC: &str = "(XEN) *Panic on CPU *";
 const LINUX_POWERED_OFF: &str = "[partita] vm linux: powered off";
 /// The load Linux runs beside FreeRTOS on the shared CPU (issue 4).
 const LOAD_JOB: &str = "hackbench -g 4 -l 2000 && stress-ng --cpu 1 --timeout 5s";
@@ -309,7 +313,7 @@ const IVC_DEMO: &[Expect] = &[
     Expect::NoLine(FREERTOS_FAULT),
 ];
 
-pub const SCENARIOS: [Scenario; 31] = [
+pub const SCENARIOS: [Scenario; 33] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -522,6 +526,55 @@ pub const SCENARIOS: [Scenario; 31] = [
             Expect::Line("[partita] all VMs powered off"),
             Expect::NoLine(PANIC),
             Expect::NoLine(FREERTOS_FAULT),
+        ],
+    },
+    Scenario {
+        name: "freertos-xen",
+        boot: Boot::XenFreertos("rt.samples=2000"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        // Xen never halts the machine when its only domU powers off.
+        end: End::StopWhen(StopWhen {
+            after: None,
+            pattern: "(XEN) DOM1: rt: samples=2000 *",
+            count: 1,
+        }),
+        timeout_secs: 120,
+        expect: &[
+            Expect::Line("(XEN) Using scheduler: SMP Credit Scheduler rev2 (credit2)"),
+            Expect::Line("(XEN) *** LOADING DOMU cpus=1 memory=4000KB ***"),
+            Expect::NoLine("(XEN) *** LOADING DOMAIN 0 ***"),
+            Expect::Line("(XEN) DOM1: Partita FreeRTOS guest: * (entered at EL1)"),
+            Expect::Line("(XEN) DOM1: platform (device tree at *): sbsa-uart 0x22000000, *"),
+            Expect::Line("(XEN) DOM1: psci: hvc; rt: powering off after 2000 samples"),
+            Expect::Line("(XEN) DOM1: hello from FreeRTOS task 1"),
+            Expect::Line("(XEN) DOM1: goodbye from FreeRTOS task 2"),
+            Expect::Count("(XEN) DOM1: rt: samples=*", 2),
+            Expect::Every("(XEN) DOM1: rt: samples=*", "* misses=0"),
+            Expect::NoLine("(XEN) DOM1: halted: *"),
+            Expect::NoLine(XEN_PANIC),
+        ],
+    },
+    Scenario {
+        name: "freertos-xen-linux-load",
+        boot: Boot::XenFreertos("rt.samples=100000"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        // dom0's power-off halts the machine.
+        end: End::Exit(0),
+        timeout_secs: 600,
+        expect: &[
+            Expect::Line("(XEN) *Using scheduler: SMP Credit Scheduler rev2 (credit2)"),
+            Expect::Line("(XEN) *DOM1: hello from FreeRTOS task 1"),
+            Expect::Line("*Time: *"),
+            Expect::Line("stress-ng: info: * successful run completed in *"),
+            Expect::Line("partita: job exit 0"),
+            Expect::Line("(XEN) *Hardware Dom0 halted: halting machine"),
+            Expect::CountAtLeast("(XEN) *DOM1: rt: samples=*", 3),
+            Expect::NoLine("(XEN) *DOM1: halted: *"),
+            Expect::NoLine(XEN_PANIC),
         ],
     },
     Scenario {

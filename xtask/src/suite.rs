@@ -23,6 +23,7 @@ use crate::process::{self, step, Ending};
 use crate::profile;
 use crate::qemu::Machine;
 use crate::scenarios::{console_lines, verdict, Boot, End, RunEnd, Scenario, SCENARIOS};
+use crate::xen;
 
 /// Seconds each fuzz target runs in the suite (`make fuzz` runs them longer).
 const FUZZ_SECONDS: u64 = 4;
@@ -335,6 +336,16 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
             let mut cmd = machine.command(&image);
             cmd.args(["-append", bootargs]);
             Ok(cmd)
+        }
+        Boot::XenFreertos(bootargs) => {
+            let domains = xen::Domains {
+                dom0: scenario.job.map(Some),
+                freertos: Some(bootargs),
+            };
+            let options = xen::XenOptions {
+                clock: scenario.clock(),
+            };
+            Ok(xen::boot(&paths::cache_dir(), &domains, &options)?.command)
         }
         Boot::NativeLinux => {
             let guest = linux::prepare(&paths::cache_dir())?;

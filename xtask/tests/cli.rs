@@ -155,3 +155,63 @@ fn an_unknown_task_is_refused() {
         stderr(&out)
     );
 }
+
+#[test]
+fn freertos_domu_without_xen_is_refused() {
+    let out = xtask(&["run", "--freertos-domu", "rt.samples=10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .starts_with("error: the following required arguments were not provided:\n  --xen\n"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn no_dom0_without_a_domu_is_refused() {
+    let out = xtask(&["run", "--xen", "--no-dom0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "error: the following required arguments were not provided:\n  --freertos-domu <ARGS>\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn no_dom0_with_a_linux_job_is_refused() {
+    let out = xtask(&[
+        "run",
+        "--xen",
+        "--freertos-domu",
+        "x",
+        "--no-dom0",
+        "--linux-cmd",
+        "ls",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "error: the argument '--no-dom0' cannot be used with '--linux-cmd <CMD>'\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bench_only_with_an_unknown_configuration_names_the_known_ones() {
+    let out = xtask(&["bench", "--quick", "--only", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(
+            "xtask: error: --only: no configuration named \"nope\"; known: native, solo, "
+        ),
+        "{err}"
+    );
+    assert!(err.contains(", xen-shared-irqstorm"), "{err}");
+}

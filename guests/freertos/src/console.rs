@@ -1,6 +1,7 @@
-//! The guest's console: whole lines on the PL011 the device tree named, or, under Partita,
-//! through Partita's console call (`partita::console_write`, 48 bytes per exit instead of
-//! one or two exits per byte), which lands in the same console stream.
+//! The guest's console: whole lines on the UART the device tree named (a PL011, or an SBSA
+//! generic UART, which is driven the same way without being configured), or, under
+//! Partita, through Partita's console call (`partita::console_write`, 48 bytes per exit
+//! instead of one or two exits per byte), which lands in the same console stream.
 //!
 //! Before the scheduler starts, lines go straight to the UART. Once tasks run, a FreeRTOS
 //! mutex keeps each line whole; it is never held across anything but formatting and
@@ -10,6 +11,7 @@
 use crate::freertos::{self, Mutex};
 use crate::partita;
 use crate::pl011::Pl011;
+use crate::platform::{Uart, UartKind};
 use crate::timer;
 use core::ffi::c_void;
 use core::fmt::{self, Write};
@@ -21,13 +23,17 @@ static UART_BASE: AtomicUsize = AtomicUsize::new(0);
 /// The line lock, created before the scheduler starts; null until then.
 static LINE_LOCK: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
 
-/// Takes the UART at `uart` as the console.
+/// Takes `uart` as the console. A PL011 is configured first; an SBSA UART has no control
+/// registers (its firmware or hypervisor sets it up, and Xen's emulation refuses writes
+/// to them with an abort).
 ///
 /// # Safety
-/// `uart` must be the address of a PL011 that nothing else drives.
-pub unsafe fn init(uart: usize) {
-    Pl011::new(uart).init();
-    UART_BASE.store(uart, Ordering::Release);
+/// `uart` must be a UART that nothing else drives.
+pub unsafe fn init(uart: Uart) {
+    if uart.kind == UartKind::Pl011 {
+        Pl011::new(uart.base).init();
+    }
+    UART_BASE.store(uart.base, Ordering::Release);
 }
 
 /// Creates the lock that keeps lines whole once several tasks print.
@@ -105,7 +111,8 @@ pub fn line_through(path: Path, args: fmt::Arguments<'_>) {
         calls.flush();
         return;
     }
-    // SAFETY: `base` was given to `init`, whose contract makes it this guest's PL011.
+    // SAFETY: `base` was given to `init`, whose contract makes it this guest's UART; data
+    // and flag registers are the same on a PL011 and an SBSA UART.
     let mut uart = unsafe { Pl011::new(base) };
     // The PL011 writer cannot fail.
     let _ = uart.write_fmt(args);

@@ -6,9 +6,9 @@
 //! when the device tree names an inter-VM channel, the IVC task serving Linux over it.
 //! With `bench=` boot arguments the measurement suite's RTOS experiments (`bench`) run
 //! instead of the demo.
-//! One image runs natively on QEMU `virt` (entered at EL2, it drops to EL1 itself) and as a
-//! Partita VM (entered at EL1): it learns the platform from the device tree in x0 and never
-//! assumes an address.
+//! One image runs natively on QEMU `virt` (entered at EL2, it drops to EL1 itself), as a
+//! Partita VM and as a Xen dom0less domU (entered at EL1): it learns the platform from the
+//! device tree in x0 and never assumes an address.
 
 #![no_std]
 #![no_main]
@@ -62,8 +62,8 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
     let Ok(uart) = Platform::console(&fdt) else {
         halt_silently()
     };
-    // SAFETY: the device tree names this PL011 as the machine's UART, and the guest is the
-    // only software driving it.
+    // SAFETY: the device tree names this UART as the machine's, and the guest is the only
+    // software driving it.
     unsafe { console::init(uart) };
     let platform = match Platform::from_fdt(&fdt) {
         Ok(platform) => platform,
@@ -185,9 +185,10 @@ fn print_banner(platform: &Platform, dtb: usize, entry_el: u64) {
         "Partita FreeRTOS guest: FreeRTOS-Kernel V11.2.0, ARM_AARCH64_SRE port at EL1 (entered at EL{entry_el})"
     ));
     console::line(format_args!(
-        "platform (device tree at {dtb:#x}): pl011 {:#x}, gicv3 distributor {:#x} redistributors {:#x}, \
+        "platform (device tree at {dtb:#x}): {} {:#x}, gicv3 distributor {:#x} redistributors {:#x}, \
          timers: virtual intid {}, physical {}, at {} Hz, memory {:#x}+{:#x}",
-        platform.uart,
+        platform.uart.kind.name(),
+        platform.uart.base,
         platform.gic_distributor,
         platform.gic_redistributors,
         platform.virtual_timer_intid,

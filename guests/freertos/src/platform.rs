@@ -1,8 +1,9 @@
 //! The platform the guest runs on, read from the device tree it was booted with.
 //!
-//! It owns the decoding of the flattened device tree (QEMU's, or the one Partita generates
-//! for the VM) into typed addresses and interrupt numbers: the PL011, the GICv3 distributor
-//! and redistributor region, the generic timer's interrupts and the first memory region.
+//! It owns the decoding of the flattened device tree (QEMU's, the one Partita generates for
+//! the VM, or the one Xen generates for a dom0less domU) into typed addresses and interrupt
+//! numbers: the UART (a PL011, or Xen's emulated SBSA UART), the GICv3 distributor and
+//! redistributor region, the generic timer's interrupts and the first memory region.
 //! The tree is input from outside: anything missing or malformed is an error value, never
 //! a panic.
 
@@ -17,10 +18,42 @@ const PPI_BASE: u32 = 16;
 const TIMER_PHYSICAL: usize = 1;
 const TIMER_VIRTUAL: usize = 2;
 
+/// The UART kinds the guest drives: a full PL011, or the SBSA generic UART (the PL011
+/// subset without control registers, set up by firmware: Xen's `vpl011` for a domU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UartKind {
+    Pl011,
+    Sbsa,
+}
+
+/// The console UART the device tree names.
+#[derive(Clone, Copy, Debug)]
+pub struct Uart {
+    pub base: usize,
+    pub kind: UartKind,
+}
+
+impl UartKind {
+    /// The name the banner prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pl011 => "pl011",
+            Self::Sbsa => "sbsa-uart",
+        }
+    }
+
+    fn compatible(self) -> &'static str {
+        match self {
+            Self::Pl011 => "arm,pl011",
+            Self::Sbsa => "arm,sbsa-uart",
+        }
+    }
+}
+
 /// What the guest found in its device tree.
 #[derive(Clone, Copy, Debug)]
 pub struct Platform {
-    pub uart: usize,
+    pub uart: Uart,
     pub gic_distributor: usize,
     pub gic_redistributors: usize,
     pub gic_redistributors_size: usize,
@@ -45,7 +78,7 @@ pub enum PlatformError {
 impl fmt::Display for PlatformError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reason = match self {
-            Self::NoUart => "no arm,pl011 node with a reg property",
+            Self::NoUart => "no arm,pl011 or arm,sbsa-uart node with a reg property",
             Self::NoGicV3 => "no arm,gic-v3 node with distributor and redistributor regs",
             Self::NoTimer => "no arm,armv8-timer node with interrupts",
             Self::BadTimerInterrupts => "armv8-timer interrupts are not GIC PPI triplets",
@@ -56,11 +89,18 @@ impl fmt::Display for PlatformError {
 }
 
 impl Platform {
-    /// Finds the UART alone, so that later errors can be reported on it.
-    pub fn console(fdt: &Fdt<'_>) -> Result<usize, PlatformError> {
-        fdt.find_compatible(&["arm,pl011"])
-            .and_then(|node| node.reg()?.next())
-            .map(|region| region.starting_address as usize)
+    /// Finds the UART alone, so that later errors can be reported on it: the first node
+    /// compatible with a PL011, else with the SBSA generic UART.
+    pub fn console(fdt: &Fdt<'_>) -> Result<Uart, PlatformError> {
+        [UartKind::Pl011, UartKind::Sbsa]
+            .into_iter()
+            .find_map(|kind| {
+                let region = fdt.find_compatible(&[kind.compatible()])?.reg()?.next()?;
+                Some(Uart {
+                    base: region.starting_address as usize,
+                    kind,
+                })
+            })
             .ok_or(PlatformError::NoUart)
     }
 

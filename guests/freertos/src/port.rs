@@ -100,8 +100,9 @@ extern "C" fn vApplicationFPUSafeIRQHandler(iar: u32) {
     }
 }
 
-/// Re-arms the timer (clearing its level interrupt), publishes the release, runs the
-/// kernel's tick and wakes the real-time task. A handler that runs whole periods late
+/// Re-arms the timer (clearing its level interrupt, and unmasking it: Xen masks the
+/// virtual timer when it takes the expiry at EL2 and injects it, as Linux's timer driver
+/// expects), publishes the release, runs the kernel's tick and wakes the real-time task. A handler that runs whole periods late
 /// publishes the releases it passed over as well (the task counts them as missed); the
 /// kernel's tick count advances by one only.
 fn on_tick() {
@@ -109,7 +110,7 @@ fn on_tick() {
     let fired = timer::deadline();
     let period = tick_period();
     let passed_over = timer::now().saturating_sub(fired) / period;
-    timer::set_deadline(fired + (passed_over + 1) * period);
+    timer::start(fired + (passed_over + 1) * period);
     let sequence = RELEASE_SEQUENCE.load(Ordering::Relaxed) + 1 + passed_over;
     RELEASE_EXPIRY.store(fired + passed_over * period, Ordering::Release);
     RELEASE_IRQ_LATENCY.store(entered.saturating_sub(fired), Ordering::Release);

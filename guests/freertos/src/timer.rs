@@ -63,16 +63,8 @@ pub fn deadline() -> u64 {
     }
 }
 
-/// Moves the compare value; the interrupt (level) drops if `counter` lies in the future.
-pub fn set_deadline(counter: u64) {
-    match source() {
-        Source::Virtual => CNTV_CVAL_EL0.set(counter),
-        Source::Physical => CNTP_CVAL_EL0.set(counter),
-    }
-    barrier::isb(barrier::SY);
-}
-
-/// Arms the timer at `counter` with its interrupt unmasked.
+/// Arms the timer at `counter` with its interrupt unmasked; the interrupt (level) drops if
+/// `counter` lies in the future.
 pub fn start(counter: u64) {
     match source() {
         Source::Virtual => {

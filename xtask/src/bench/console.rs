@@ -1,8 +1,8 @@
 //! A captured console turned into clean lines and per-experiment sections.
 //!
 //! Guests print the same lines in every configuration, but the transport differs: Partita
-//! prefixes a VM's lines with `[<vm>] `, serial consoles add `\r`. This module removes
-//! those and cuts the Linux job's output at the markers the job script prints
+//! prefixes a VM's lines with `[<vm>] `, Xen a domU's with `(XEN) DOM<id>: `, serial
+//! consoles add `\r`. This module removes those and cuts the Linux job's output at the markers the job script prints
 //! (`partita-bench: begin <name>` / `partita-bench: end <name> <status>`). It never
 //! interprets what an experiment printed.
 
@@ -11,9 +11,13 @@ pub const BEGIN: &str = "partita-bench: begin ";
 /// The marker a job script prints after it, with the command's exit status.
 pub const END: &str = "partita-bench: end ";
 
-/// One line as the guest printed it: without `\r` and without Partita's `[vm] ` prefix.
+/// One line as the guest printed it: without `\r` and without Partita's `[vm] ` or Xen's
+/// `(XEN) DOM<id>: ` prefix.
 pub fn clean(line: &str) -> &str {
     let line = line.trim_end_matches(['\r', '\n']);
+    if let Some((_, text)) = crate::xen::domu_text(line) {
+        return text;
+    }
     match line.strip_prefix('[') {
         Some(rest) => match rest.split_once("] ") {
             Some((vm, text)) if is_vm_name(vm) => text,
@@ -77,6 +81,11 @@ mod tests {
         assert_eq!(clean("[linux] Time: 1.9\r"), "Time: 1.9");
         assert_eq!(clean("[    0.000000] Booting"), "[    0.000000] Booting");
         assert_eq!(clean("(XEN) Xen version"), "(XEN) Xen version");
+        assert_eq!(clean("(XEN) DOM1: bench: done\r"), "bench: done");
+        assert_eq!(
+            clean("(XEN) [    2.825079] DOM1: bench: done"),
+            "bench: done"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The measurement matrix as data (shared/BENCHMARKS.md): which configuration runs which
 //! guest and how it boots, which experiments a guest runs in each mode, and which figure
-//! of each experiment the summary tables compare. A configuration that cannot run yet is
-//! a row with the reason, so it becomes a measured row by changing its `Availability`.
+//! of each experiment the summary tables compare. Experiments no configuration runs yet
+//! are listed with the reason (`EXPERIMENTS_NOT_RUN`).
 //! Nothing here starts QEMU or reads output.
 
 use super::parse::{Parser, SysbenchTest};
@@ -55,6 +55,10 @@ pub enum Boot {
     PartitaFreeRtos,
     /// Xen 4.17 with the Linux guest as dom0.
     XenDom0,
+    /// Xen 4.17 with the FreeRTOS image as a dom0less domU: alone (`None`, the whole suite,
+    /// `freertos_bootargs`), or sharing the one pCPU with the Linux guest as dom0 running
+    /// `load` (the latency benchmark, `beside_bootargs`).
+    XenDomU(Option<Load>),
     /// Partita with this configuration file's FreeRTOS VM running the latency benchmark
     /// (`beside_bootargs`) and its Linux VM running `load` for the whole measurement.
     Beside { config: &'static str, load: Load },
@@ -126,70 +130,69 @@ impl Load {
 /// The line a load job prints when its load starts.
 pub const LOAD_MARKER: &str = "partita-bench: load ";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Availability {
-    Measured(Boot),
-    /// Not measured yet, and why.
-    NotMeasured(&'static str),
-}
-
 /// One configuration x guest of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
-    /// The configuration id of BENCHMARKS.md: native, solo, shared, split, xen.
+    /// The configuration id (`CONFIGS`).
     pub config: &'static str,
     pub guest: Guest,
-    pub availability: Availability,
+    pub boot: Boot,
 }
-
-const NO_DOMU: &str = "FreeRTOS as a Xen dom0less domU is not set up yet";
 
 const fn beside(config: &'static str, file: &'static str, load: Load) -> Row {
     Row {
         config,
         guest: Guest::FreeRtos,
-        availability: Availability::Measured(Boot::Beside { config: file, load }),
+        boot: Boot::Beside { config: file, load },
+    }
+}
+
+const fn xen_beside(config: &'static str, load: Load) -> Row {
+    Row {
+        config,
+        guest: Guest::FreeRtos,
+        boot: Boot::XenDomU(Some(load)),
     }
 }
 
 const SHARED: &str = "configs/default.toml";
 const SPLIT: &str = "configs/split.toml";
 
-pub const ROWS: [Row; 17] = [
+pub const ROWS: [Row; 21] = [
     Row {
         config: "native",
         guest: Guest::Linux,
-        availability: Availability::Measured(Boot::NativeLinux),
+        boot: Boot::NativeLinux,
     },
     Row {
         config: "solo",
         guest: Guest::Linux,
-        availability: Availability::Measured(Boot::Partita("configs/linux.toml")),
+        boot: Boot::Partita("configs/linux.toml"),
     },
     Row {
         config: "xen",
         guest: Guest::Linux,
-        availability: Availability::Measured(Boot::XenDom0),
+        boot: Boot::XenDom0,
     },
     Row {
         config: "shared-demo",
         guest: Guest::Linux,
-        availability: Availability::Measured(Boot::BesideDemo(SHARED)),
+        boot: Boot::BesideDemo(SHARED),
     },
     Row {
         config: "native",
         guest: Guest::FreeRtos,
-        availability: Availability::Measured(Boot::NativeFreeRtos),
+        boot: Boot::NativeFreeRtos,
     },
     Row {
         config: "solo",
         guest: Guest::FreeRtos,
-        availability: Availability::Measured(Boot::PartitaFreeRtos),
+        boot: Boot::PartitaFreeRtos,
     },
     Row {
-        config: "xen",
+        config: "xen-solo",
         guest: Guest::FreeRtos,
-        availability: Availability::NotMeasured(NO_DOMU),
+        boot: Boot::XenDomU(None),
     },
     beside("shared-idle", SHARED, Load::Idle),
     beside("shared-hackbench", SHARED, Load::Hackbench),
@@ -199,15 +202,19 @@ pub const ROWS: [Row; 17] = [
     beside("split-idle", SPLIT, Load::Idle),
     beside("split-hackbench", SPLIT, Load::Hackbench),
     beside("split-stress", SPLIT, Load::Stress),
+    xen_beside("xen-shared-idle", Load::Idle),
+    xen_beside("xen-shared-hackbench", Load::Hackbench),
+    xen_beside("xen-shared-stress", Load::Stress),
+    xen_beside("xen-shared-irqstorm", Load::IrqStorm),
     Row {
         config: "shared-ivc",
         guest: Guest::Ivc,
-        availability: Availability::Measured(Boot::Partita(SHARED)),
+        boot: Boot::Partita(SHARED),
     },
     Row {
         config: "split-ivc",
         guest: Guest::Ivc,
-        availability: Availability::Measured(Boot::Partita(SPLIT)),
+        boot: Boot::Partita(SPLIT),
     },
 ];
 
@@ -228,18 +235,26 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
     ),
 ];
 
-/// The configuration ids in table order: `shared-demo` is Linux's experiments beside the
-/// FreeRTOS demo on one pCPU, `shared-<load>` is FreeRTOS beside Linux running that load on
-/// one pCPU (configs/default.toml), `split-<load>` on two (configs/split.toml); `shared-ivc`
-/// and `split-ivc` are the same systems exchanging messages.
-pub const CONFIGS: [&str; 14] = [
+/// The configuration ids in table order, each Xen configuration beside Partita's: `solo`
+/// and `xen-solo` one guest alone; `shared-demo` is Linux's experiments beside the FreeRTOS
+/// demo on one pCPU; `shared-<load>` is FreeRTOS beside Linux running that load on one pCPU
+/// (configs/default.toml), `xen-shared-<load>` the same under Xen (FreeRTOS a dom0less
+/// domU, Linux dom0); `split-<load>` on two pCPUs (configs/split.toml); `shared-ivc` and
+/// `split-ivc` the same systems exchanging messages over their channel; `xen` Linux as
+/// dom0 alone.
+pub const CONFIGS: [&str; 19] = [
     "native",
     "solo",
+    "xen-solo",
     "shared-demo",
     "shared-idle",
+    "xen-shared-idle",
     "shared-hackbench",
+    "xen-shared-hackbench",
     "shared-stress",
+    "xen-shared-stress",
     "shared-irqstorm",
+    "xen-shared-irqstorm",
     "shared-ivc-hackbench",
     "split-idle",
     "split-hackbench",
@@ -247,6 +262,16 @@ pub const CONFIGS: [&str; 14] = [
     "shared-ivc",
     "split-ivc",
     "xen",
+];
+
+/// Each Partita FreeRTOS configuration and its Xen counterpart (the same guest alone, or
+/// the same Linux load on the one pCPU), whose latency histograms the report overlays.
+pub const XEN_PEERS: [(&str, &str); 5] = [
+    ("solo", "xen-solo"),
+    ("shared-idle", "xen-shared-idle"),
+    ("shared-hackbench", "xen-shared-hackbench"),
+    ("shared-stress", "xen-shared-stress"),
+    ("shared-irqstorm", "xen-shared-irqstorm"),
 ];
 
 /// One Linux experiment: the command it runs in each mode (None: skipped in that mode).
@@ -587,12 +612,18 @@ mod tests {
 
     #[test]
     fn every_configuration_of_the_matrix_has_its_rows_once() {
+        // FreeRTOS only: beside a Linux load, or alone under Xen (`xen` is Linux alone).
+        let freertos_only = |config: &str| {
+            ["shared-", "split-", "xen-"]
+                .iter()
+                .any(|p| config.starts_with(p))
+        };
         for config in CONFIGS {
-            // Beside rows measure one guest: FreeRTOS beside a load, or Linux beside the demo;
-            // IVC rows measure the exchange.
+            // One guest only: FreeRTOS beside a load or alone under Xen; Linux beside the
+            // demo, or alone under Xen (`xen`). IVC rows measure the exchange.
             let ivc = config.ends_with("-ivc");
-            let beside = !ivc && (config.starts_with("shared-") || config.starts_with("split-"));
-            let measured = if config == "shared-demo" {
+            let beside = !ivc && (freertos_only(config) || config == "xen");
+            let measured = if config == "shared-demo" || config == "xen" {
                 Guest::Linux
             } else {
                 Guest::FreeRtos
@@ -611,6 +642,15 @@ mod tests {
             }
         }
         assert!(ROWS.iter().all(|r| CONFIGS.contains(&r.config)));
+        for (partita, xen) in XEN_PEERS {
+            for config in [partita, xen] {
+                assert!(
+                    ROWS.iter()
+                        .any(|r| r.config == config && r.guest == Guest::FreeRtos),
+                    "{config}"
+                );
+            }
+        }
     }
 
     #[test]

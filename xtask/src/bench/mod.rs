@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 
 use crate::process::{step, Ending};
 use crate::{build, linux, paths, xen};
-use matrix::{Availability, Boot, Guest, Mode, Row, ROWS};
+use matrix::{Boot, Guest, Mode, Row, ROWS};
 use provenance::RunCommand;
 use record::{NotMeasured, Record, Results};
 use runner::Progress;
@@ -76,12 +76,10 @@ pub fn run(options: &Options) -> Result<PathBuf> {
     let cache = paths::cache_dir();
     let measured: Vec<(&Row, Boot)> = ROWS
         .iter()
-        .filter_map(|row| match row.availability {
-            Availability::Measured(boot) => Some((row, boot)),
-            Availability::NotMeasured(_) => None,
-        })
+        .map(|row| (row, row.boot))
         .filter(|(row, _)| options.only.is_empty() || options.only.iter().any(|c| c == row.config))
         .collect();
+    check_only(&options.only)?;
     prepare(&measured, &cache)?;
     let mut config_files: Vec<&str> = measured
         .iter()
@@ -126,11 +124,10 @@ pub fn run(options: &Options) -> Result<PathBuf> {
             if row.guest == Guest::FreeRtos {
                 progress.next(row.config, row.guest.name(), "rtos-suite");
             }
-            let stop_after = match (boot, row.guest) {
-                (Boot::Beside { .. }, _) => Some(runner::BESIDE_END),
-                // FreeRTOS never stops: the run ends with Linux's job.
-                (Boot::BesideDemo(_), _) | (_, Guest::Ivc) => Some(runner::DEMO_END),
-                _ => None,
+            // FreeRTOS never stops in an IVC row: the run ends with Linux's job.
+            let stop_after: Option<fn(&str) -> bool> = match row.guest {
+                Guest::Ivc => Some(|line| line.starts_with(runner::DEMO_END)),
+                _ => runner::stop_line(*boot),
             };
             let captured =
                 runner::execute(&mut cmd, deadline(mode, row.guest), stop_after, |name| {
@@ -170,6 +167,17 @@ pub fn run(options: &Options) -> Result<PathBuf> {
     Ok(out)
 }
 
+/// Refuses an `--only` that names no configuration.
+fn check_only(only: &[String]) -> Result<()> {
+    match only.iter().find(|c| !matrix::CONFIGS.contains(&c.as_str())) {
+        Some(unknown) => anyhow::bail!(
+            "--only: no configuration named \"{unknown}\"; known: {}",
+            matrix::CONFIGS.join(", ")
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Downloads and builds what the measured rows boot.
 fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
     let boots: Vec<Boot> = measured.iter().map(|(_, boot)| *boot).collect();
@@ -180,14 +188,18 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
                 | Boot::PartitaFreeRtos
                 | Boot::NativeFreeRtos
                 | Boot::Beside { .. }
+                | Boot::XenDomU(_)
                 | Boot::BesideDemo(_)
         )
     }) {
         build::binaries()?;
     }
-    let beside = boots
-        .iter()
-        .any(|b| matches!(b, Boot::Beside { .. } | Boot::BesideDemo(_)));
+    let beside = boots.iter().any(|b| {
+        matches!(
+            b,
+            Boot::Beside { .. } | Boot::BesideDemo(_) | Boot::XenDomU(Some(_))
+        )
+    });
     let linux = measured
         .iter()
         .any(|(row, _)| matches!(row.guest, Guest::Linux | Guest::Ivc));
@@ -196,7 +208,10 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
         // configs/default.toml and split.toml boot the initramfs with the IVC tools.
         linux::prepare_ivc(cache, &guest)?;
     }
-    if boots.contains(&Boot::XenDom0) {
+    if boots
+        .iter()
+        .any(|b| matches!(b, Boot::XenDom0 | Boot::XenDomU(_)))
+    {
         xen::prepare(cache)?;
     }
     Ok(())
@@ -284,27 +299,16 @@ fn records_of(
     (records, missing)
 }
 
-/// The matrix rows that cannot run yet, and the experiments no row runs yet.
+/// The experiments no row runs yet.
 fn unmeasured_rows() -> Vec<NotMeasured> {
-    let experiments = matrix::EXPERIMENTS_NOT_RUN
+    matrix::EXPERIMENTS_NOT_RUN
         .iter()
         .map(|(guest, what, reason)| NotMeasured {
             config: "every configuration".to_owned(),
             guest: (*guest).to_owned(),
             what: (*what).to_owned(),
             reason: (*reason).to_owned(),
-        });
-    ROWS.iter()
-        .filter_map(|row| match row.availability {
-            Availability::NotMeasured(reason) => Some(NotMeasured {
-                config: row.config.to_owned(),
-                guest: row.guest.name().to_owned(),
-                what: "every experiment".to_owned(),
-                reason: reason.to_owned(),
-            }),
-            Availability::Measured(_) => None,
         })
-        .chain(experiments)
         .collect()
 }
 
@@ -319,7 +323,8 @@ fn write_outputs(dir: &Path, results: &Results) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::parse::fixtures::{
-        FREERTOS, NATIVE, RTOS_NATIVE, RTOS_SHARED, RTOS_SOLO, SOLO, XEN,
+        FREERTOS, NATIVE, RTOS_NATIVE, RTOS_SHARED, RTOS_SOLO, RTOS_XEN_SHARED, RTOS_XEN_SOLO,
+        SOLO, XEN,
     };
     use super::*;
 
@@ -330,10 +335,7 @@ mod tests {
     }
 
     fn boot_of(config: &str, guest: Guest) -> Boot {
-        match row(config, guest).availability {
-            Availability::Measured(boot) => boot,
-            Availability::NotMeasured(why) => panic!("{config}: {why}"),
-        }
+        row(config, guest).boot
     }
 
     fn fixture_results() -> Results {
@@ -346,6 +348,8 @@ mod tests {
             ("native", Guest::FreeRtos, RTOS_NATIVE),
             ("solo", Guest::FreeRtos, RTOS_SOLO),
             ("shared-hackbench", Guest::FreeRtos, RTOS_SHARED),
+            ("xen-solo", Guest::FreeRtos, RTOS_XEN_SOLO),
+            ("xen-shared-hackbench", Guest::FreeRtos, RTOS_XEN_SHARED),
         ] {
             let (found, lost) = records_of(
                 row(config, guest),
@@ -461,7 +465,7 @@ mod tests {
             results.value("xen", "rt-latency", "max").unwrap().unit,
             "ns"
         );
-        for config in ["native", "solo"] {
+        for config in ["native", "solo", "xen-solo"] {
             for (experiment, metric, unit) in [
                 ("thread-metric/basic", "score", "count"),
                 ("thread-metric/cooperative", "check", "bool"),
@@ -473,6 +477,49 @@ mod tests {
                 assert_eq!(record.unit, unit, "{config} {experiment} {metric}");
             }
         }
+    }
+
+    #[test]
+    fn xen_domu_rows_give_the_guests_figures_and_no_hypervisor_figures() {
+        let results = fixture_results();
+        for config in ["xen-solo", "xen-shared-hackbench"] {
+            for metric in ["samples", "misses", "mean", "max", "p99.9"] {
+                assert!(
+                    results.value(config, "dispatch", metric).is_some(),
+                    "{config} {metric}"
+                );
+            }
+            assert!(results.value(config, "irq-latency", "max").is_some());
+            assert!(!results
+                .records
+                .iter()
+                .any(|r| r.config == config && r.experiment.starts_with("partita/")));
+            assert!(!results.not_measured.iter().any(|n| n.config == config));
+        }
+        assert_eq!(
+            results
+                .value("xen-shared-hackbench", "dispatch", "samples")
+                .unwrap()
+                .value,
+            f64::from(matrix::beside_samples(Mode::Quick))
+        );
+        assert_eq!(
+            results
+                .value("xen-solo", "thread-metric/interrupt", "check")
+                .unwrap()
+                .value,
+            1.0
+        );
+    }
+
+    #[test]
+    fn a_xen_run_stops_at_the_domus_last_line() {
+        let stop = runner::stop_line(row("xen-shared-hackbench", Guest::FreeRtos).boot).unwrap();
+        let last = RTOS_XEN_SHARED.lines().last().unwrap();
+        assert!(stop(last), "{last}");
+        assert!(RTOS_XEN_SHARED.lines().filter(|l| stop(l)).count() == 1);
+        assert!(!stop("bench: done"));
+        assert!(runner::stop_line(row("xen", Guest::Linux).boot).is_none());
     }
 
     #[test]
@@ -531,12 +578,14 @@ mod tests {
             "## Overhead of the Linux experiments",
             "## Thread-Metric",
             "## Not measured",
-            "**xen freertos**",
             "## Hypervisor figures",
+            "Scheduler: `sched=credit2 sched_ratelimit_us=0`",
+            "| figure | unit | native | solo | xen-solo | shared-hackbench | xen-shared-hackbench | xen |",
+            "| basic | 121955 | 121813 | 99.9 % | 121780 | 99.9 % |",
             "| solo | linux |",
             "| hackbench | time | s |",
             "| basic | 121955 | 121813 | 99.9 % |",
-            "| rhealstone/task-switch time | ns | 160 | 161 | — | — |",
+            "| rhealstone/task-switch time | ns | 160 | 161 | 160 | — | — | — |",
             "Every Thread-Metric check passed.",
         ] {
             assert!(
@@ -553,9 +602,15 @@ mod tests {
             "hist-dispatch-shared-hackbench",
             "hist-cyclictest-hackbench-solo",
             "hist-irq-latency-solo",
+            "hist-dispatch-xen-solo",
+            "hist-dispatch-xen-shared-hackbench",
+            "hist-dispatch-solo-vs-xen",
+            "hist-irq-latency-shared-hackbench-vs-xen",
             "overhead-solo",
             "overhead-xen",
             "rp-solo",
+            "rp-xen-solo",
+            "rp-solo-vs-xen",
         ] {
             assert!(dir.join(format!("{stem}.svg")).is_file(), "{stem}.svg");
             assert_eq!(

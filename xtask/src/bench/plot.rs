@@ -1,9 +1,10 @@
 //! The report's plots, each written as SVG and PNG from the same drawing code (plotters):
 //! latency histograms with log-scale counts (cyclictest, and the RTOS latencies when their
-//! buckets exist), overhead bars per virtualized configuration and R_P bars when
-//! Thread-Metric scores of a virtualized configuration exist. Text is drawn with DejaVu
-//! Sans (Debian's fonts-dejavu-core, installed by `cargo xtask setup`), so PNGs do not
-//! depend on the machine's font configuration. It only reads `Results`.
+//! buckets exist; Partita's and Xen's RTOS latencies overlaid per load), overhead bars per
+//! virtualized configuration and R_P bars when Thread-Metric scores of a virtualized
+//! configuration exist (Partita's and Xen's side by side when both do). Text is drawn with
+//! DejaVu Sans (Debian's fonts-dejavu-core, installed by `cargo xtask setup`), so PNGs do
+//! not depend on the machine's font configuration. It only reads `Results`.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -14,7 +15,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::formula::{overhead, performance_ratio};
-use super::matrix::{Headline, CONFIGS, LINUX_HEADLINES};
+use super::matrix::{Headline, CONFIGS, LINUX_HEADLINES, XEN_PEERS};
 use super::record::{parse_hist_metric, Results};
 
 /// The font file every plot's text uses.
@@ -22,12 +23,21 @@ pub const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
 const SIZE: (u32, u32) = (900, 540);
 
-/// A histogram: buckets [lo, hi) with counts, in `unit`.
+/// A histogram: one or more series (overlaid, each with its legend) of buckets [lo, hi)
+/// with counts, in `unit`.
 struct Histogram {
     title: String,
     unit: String,
+    series: Vec<Series>,
+}
+
+struct Series {
+    label: String,
     buckets: Vec<(u64, u64, f64)>,
 }
+
+/// Colours of the overlaid series, in order.
+const SERIES_COLOURS: [RGBColor; 2] = [BLUE, RED];
 
 /// Named horizontal bars, top to bottom, each with the text printed beside it.
 struct Bars {
@@ -42,6 +52,8 @@ struct Bar {
     name: String,
     value: f64,
     text: String,
+    /// A colour of its own (one per series when two are compared), else the sign's.
+    colour: Option<RGBColor>,
 }
 
 /// One plot, drawn the same way on every backend.
@@ -55,6 +67,7 @@ pub fn render_all(dir: &Path, results: &Results) -> Result<Vec<String>> {
     register_font()?;
     let plots = histograms(results)
         .into_iter()
+        .chain(peer_histograms(results))
         .map(|(stem, h)| (stem, Plot::Histogram(h)))
         .chain(
             overhead_bars(results)
@@ -116,8 +129,9 @@ fn histogram_on<DB: DrawingBackend>(
     histogram: &Histogram,
 ) -> Result<()> {
     area.fill(&WHITE).map_err(failed)?;
-    let hi = histogram.buckets.iter().map(|b| b.1).max().unwrap_or(1);
-    let top = histogram.buckets.iter().map(|b| b.2).fold(1.0, f64::max);
+    let buckets = || histogram.series.iter().flat_map(|s| s.buckets.iter());
+    let hi = buckets().map(|b| b.1).max().unwrap_or(1);
+    let top = buckets().map(|b| b.2).fold(1.0, f64::max);
     let mut chart = ChartBuilder::on(area)
         .caption(&histogram.title, ("sans-serif", 22))
         .margin(12)
@@ -134,14 +148,30 @@ fn histogram_on<DB: DrawingBackend>(
         .label_style(("sans-serif", 14))
         .draw()
         .map_err(failed)?;
-    chart
-        .draw_series(histogram.buckets.iter().map(|&(lo, hi, count)| {
-            Rectangle::new(
-                [(lo as f64, 0.5), (hi as f64, count)],
-                BLUE.mix(0.7).filled(),
-            )
-        }))
-        .map_err(failed)?;
+    let alpha = if histogram.series.len() > 1 { 0.5 } else { 0.7 };
+    for (series, colour) in histogram.series.iter().zip(SERIES_COLOURS.iter().cycle()) {
+        chart
+            .draw_series(series.buckets.iter().map(|&(lo, hi, count)| {
+                Rectangle::new(
+                    [(lo as f64, 0.5), (hi as f64, count)],
+                    colour.mix(alpha).filled(),
+                )
+            }))
+            .map_err(failed)?
+            .label(series.label.as_str())
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 6), (x + 16, y + 6)], colour.mix(alpha).filled())
+            });
+    }
+    if histogram.series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(failed)?;
+    }
     area.present().map_err(failed)
 }
 
@@ -178,10 +208,10 @@ fn bars_on<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, bars: &Bars) -> Re
         .map_err(failed)?;
     chart
         .draw_series(bars.items.iter().enumerate().map(|(i, bar)| {
-            let colour = if bar.value >= 0.0 {
-                bars.colours.0
-            } else {
-                bars.colours.1
+            let colour = match bar.colour {
+                Some(colour) => colour,
+                None if bar.value >= 0.0 => bars.colours.0,
+                None => bars.colours.1,
             };
             let mut rect = Rectangle::new(
                 [
@@ -227,7 +257,7 @@ fn histograms(results: &Results) -> Vec<(String, Histogram)> {
         };
         let stem = format!("hist-{}-{}", slug(&record.experiment), record.config);
         match plots.iter_mut().find(|(s, _)| *s == stem) {
-            Some((_, histogram)) => histogram.buckets.push((lo, hi, record.value)),
+            Some((_, histogram)) => histogram.series[0].buckets.push((lo, hi, record.value)),
             None => plots.push((
                 stem,
                 Histogram {
@@ -236,9 +266,59 @@ fn histograms(results: &Results) -> Vec<(String, Histogram)> {
                         record.experiment, record.config
                     ),
                     unit: unit.to_owned(),
-                    buckets: vec![(lo, hi, record.value)],
+                    series: vec![Series {
+                        label: record.config.clone(),
+                        buckets: vec![(lo, hi, record.value)],
+                    }],
                 },
             )),
+        }
+    }
+    plots
+}
+
+/// Partita's and Xen's histogram of the same experiment and load, overlaid: one plot per
+/// pair of `XEN_PEERS` and experiment where both have buckets.
+fn peer_histograms(results: &Results) -> Vec<(String, Histogram)> {
+    let singles = histograms(results);
+    let find = |experiment: &str, config: &str| {
+        let stem = format!("hist-{}-{config}", slug(experiment));
+        singles.iter().find(|(s, _)| *s == stem)
+    };
+    let mut plots = Vec::new();
+    for (partita, xen) in XEN_PEERS {
+        let experiments = results
+            .records
+            .iter()
+            .filter(|r| r.config == partita && parse_hist_metric(&r.metric).is_some())
+            .fold(Vec::<&str>::new(), |mut seen, r| {
+                if !seen.contains(&r.experiment.as_str()) {
+                    seen.push(&r.experiment);
+                }
+                seen
+            });
+        for experiment in experiments {
+            let (Some((_, ours)), Some((_, peer))) =
+                (find(experiment, partita), find(experiment, xen))
+            else {
+                continue;
+            };
+            let series = [ours, peer]
+                .iter()
+                .zip([format!("Partita {partita}"), format!("Xen {xen}")])
+                .map(|(h, label)| Series {
+                    label,
+                    buckets: h.series[0].buckets.clone(),
+                })
+                .collect();
+            plots.push((
+                format!("hist-{}-{partita}-vs-xen", slug(experiment)),
+                Histogram {
+                    title: format!("{experiment} latency, Partita vs Xen, {partita} (log counts)"),
+                    unit: ours.unit.clone(),
+                    series,
+                },
+            ));
         }
     }
     plots
@@ -280,6 +360,7 @@ fn overhead_items(results: &Results, config: &str, headlines: &[Headline]) -> Ve
                     name: format!("{} {}", virt.experiment, virt.metric),
                     value,
                     text: format!("{value:+.2} %"),
+                    colour: None,
                 });
             }
         }
@@ -287,43 +368,83 @@ fn overhead_items(results: &Results, config: &str, headlines: &[Headline]) -> Ve
     items
 }
 
-/// R_P bars of each virtualized configuration with Thread-Metric scores.
+/// R_P bars of each virtualized configuration with Thread-Metric scores, then of each
+/// Partita configuration and its Xen counterpart side by side (`XEN_PEERS`).
 fn ratio_bars(results: &Results) -> Vec<(String, Bars)> {
-    CONFIGS
+    let rp = |title: String, items: Vec<Bar>| Bars {
+        title,
+        axis: "R_P (%)".to_owned(),
+        items,
+        colours: (BLUE, BLUE),
+    };
+    let single = CONFIGS
         .iter()
         .filter(|c| **c != "native")
         .filter_map(|config| {
-            let items: Vec<Bar> = results
-                .records
-                .iter()
-                .filter(|r| {
-                    r.config == *config
-                        && r.metric == "score"
-                        && r.experiment.starts_with("thread-metric/")
-                })
-                .filter_map(|vm| {
-                    let native = results.value("native", &vm.experiment, "score")?;
-                    let ratio = performance_ratio(native.value, vm.value)?;
-                    Some(Bar {
-                        name: vm
-                            .experiment
-                            .trim_start_matches("thread-metric/")
-                            .to_owned(),
-                        value: ratio,
-                        text: format!("{ratio:.1} %"),
-                    })
-                })
-                .collect();
+            let items = ratio_items(results, config);
             (!items.is_empty()).then(|| {
                 (
                     format!("rp-{config}"),
-                    Bars {
-                        title: format!("Thread-Metric R_P of {config} (native = 100 %)"),
-                        axis: "R_P (%)".to_owned(),
+                    rp(
+                        format!("Thread-Metric R_P of {config} (native = 100 %)"),
                         items,
-                        colours: (BLUE, BLUE),
-                    },
+                    ),
                 )
+            })
+        });
+    let peers = XEN_PEERS.iter().filter_map(|(partita, xen)| {
+        let ours = ratio_items(results, partita);
+        let theirs = ratio_items(results, xen);
+        let mut items = Vec::new();
+        for bar in ours {
+            let Some(peer) = theirs.iter().find(|t| t.name == bar.name) else {
+                continue;
+            };
+            let xen_bar = Bar {
+                name: format!("{} (Xen {xen})", peer.name),
+                value: peer.value,
+                text: peer.text.clone(),
+                colour: Some(SERIES_COLOURS[1]),
+            };
+            items.push(Bar {
+                name: format!("{} (Partita {partita})", bar.name),
+                colour: Some(SERIES_COLOURS[0]),
+                ..bar
+            });
+            items.push(xen_bar);
+        }
+        (!items.is_empty()).then(|| {
+            (
+                format!("rp-{partita}-vs-xen"),
+                rp(
+                    format!("Thread-Metric R_P, Partita {partita} vs Xen {xen} (native = 100 %)"),
+                    items,
+                ),
+            )
+        })
+    });
+    single.chain(peers).collect()
+}
+
+/// One R_P bar per Thread-Metric test of `config` with a native score.
+fn ratio_items(results: &Results, config: &str) -> Vec<Bar> {
+    results
+        .records
+        .iter()
+        .filter(|r| {
+            r.config == config && r.metric == "score" && r.experiment.starts_with("thread-metric/")
+        })
+        .filter_map(|vm| {
+            let native = results.value("native", &vm.experiment, "score")?;
+            let ratio = performance_ratio(native.value, vm.value)?;
+            Some(Bar {
+                name: vm
+                    .experiment
+                    .trim_start_matches("thread-metric/")
+                    .to_owned(),
+                value: ratio,
+                text: format!("{ratio:.1} %"),
+                colour: None,
             })
         })
         .collect()

@@ -61,6 +61,16 @@ fn header(out: &mut String, results: &Results) {
          misses although Partita's own paths on FreeRTOS's pCPU stay short (see \
          docs/benchmarks.md).\n"
     );
+    let _ = writeln!(
+        out,
+        "Xen 4.17 (Debian's build) runs the same FreeRTOS image as a dom0less domU: alone \
+         (`xen-solo`, the whole suite) and sharing its one pCPU with the Linux guest as dom0 \
+         (`xen-shared-<load>`, the same loads and samples as `shared-<load>`). Scheduler: \
+         `{}` (Debian's build has only credit and credit2; weights and caps need a toolstack \
+         in dom0). Xen has no counters the guest can read, so its rows have no hypervisor \
+         figures.\n",
+        crate::xen::DOMU_SCHEDULER.join(" ")
+    );
 }
 
 /// The configurations with at least one record, in table order.

@@ -111,26 +111,20 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
             )?;
             Ok(machine(&image, system.config.board.cpus))
         }
-        Boot::XenDom0 => {
-            let guest = linux::prepare(cache)?;
-            let hypervisor = xen::prepare(cache)?;
-            let kernel_size = fs::metadata(&guest.kernel)
-                .with_context(|| format!("reading {}", guest.kernel.display()))?
-                .len();
-            let layout = xen::Dom0Layout::after_kernel(kernel_size);
-            let bootargs = xen::dom0_bootargs(Some(job))?;
-            let options = xen::XenOptions {
-                clock: Clock::Counted,
-            };
-            Ok(xen::command(
-                &hypervisor.binary,
-                &guest,
-                layout,
-                &bootargs,
-                &options,
-            ))
+        Boot::XenDom0 => xen_boot(cache, Some(Some(job)), None),
+        Boot::XenDomU(None) => xen_boot(cache, None, Some(freertos_bootargs(mode))),
+        Boot::XenDomU(Some(load)) => {
+            xen_boot(cache, Some(Some(&load.job())), Some(&beside_bootargs(mode)))
         }
     }
+}
+
+fn xen_boot(cache: &Path, dom0: Option<Option<&str>>, freertos: Option<&str>) -> Result<Command> {
+    let domains = xen::Domains { dom0, freertos };
+    let options = xen::XenOptions {
+        clock: Clock::Counted,
+    };
+    Ok(xen::boot(cache, &domains, &options)?.command)
 }
 
 /// The console line after which a Linux job beside the FreeRTOS demo is over: Linux has
@@ -146,6 +140,21 @@ pub const BESIDE_RTOS_VM: &str = "freertos";
 /// powers off under its load, so QEMU is stopped there.
 pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
 
+/// Which console line ends a run early, if any: Partita's `BESIDE_END` beside a Linux
+/// load, `DEMO_END` beside the demo; under Xen, the FreeRTOS domU's `bench: done` (Xen prints nothing when a domU
+/// powers off, and without dom0, or with dom0 under its endless load, never halts the
+/// machine).
+pub fn stop_line(boot: Boot) -> Option<fn(&str) -> bool> {
+    match boot {
+        Boot::Beside { .. } => Some(|line| line.starts_with(BESIDE_END)),
+        Boot::BesideDemo(_) => Some(|line| line.starts_with(DEMO_END)),
+        Boot::XenDomU(_) => Some(|line| {
+            xen::domu_text(line.trim_end()).is_some_and(|(_, text)| text == "bench: done")
+        }),
+        _ => None,
+    }
+}
+
 fn machine(image: &Path, cpus: u8) -> Command {
     Machine {
         cpu: Cpu::CortexA72,
@@ -160,17 +169,17 @@ fn machine(image: &Path, cpus: u8) -> Command {
 pub struct Console {
     pub ending: Ending,
     pub output: String,
-    /// QEMU was stopped on purpose when the `stop_after` line came.
+    /// QEMU was stopped on purpose when a `stop_after` line came.
     pub stopped: bool,
 }
 
 /// Runs `cmd` with its console captured, calling `on_begin` with each experiment's name
 /// as its begin marker arrives; kills QEMU once `deadline` has passed, or once a line
-/// starting with `stop_after` has been printed.
+/// for which `stop_after` holds has been printed.
 pub fn execute(
     cmd: &mut Command,
     deadline: Duration,
-    stop_after: Option<&str>,
+    stop_after: Option<fn(&str) -> bool>,
     mut on_begin: impl FnMut(&str),
 ) -> Result<Console> {
     let start = Instant::now();
@@ -192,7 +201,7 @@ pub fn execute(
                         on_begin(name.trim());
                     }
                     output.push_str(&line);
-                    if stop_after.is_some_and(|end| line.starts_with(end)) {
+                    if stop_after.is_some_and(|end| end(&line)) {
                         let _ = child.kill();
                         stopped = true;
                         break;
@@ -289,7 +298,7 @@ mod tests {
         let done = execute(
             Command::new("sh").args(["-c", "echo a; echo 'end here'; exec sleep 20"]),
             Duration::from_secs(10),
-            Some("end"),
+            Some(|line| line.starts_with("end")),
             |_| {},
         )
         .unwrap();

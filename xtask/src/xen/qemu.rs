@@ -1,8 +1,10 @@
-//! Boots Xen on QEMU with the Linux guest as dom0: Xen is QEMU's `-kernel`
-//! (entered at EL2), its own command line is `-append`, and QEMU's
-//! `guest-loader` devices place dom0's kernel (with its bootargs) and
-//! initramfs in RAM and describe them to Xen as `/chosen` multiboot modules.
-//! It only builds commands and strings; running them is the caller's business.
+//! Boots Xen on QEMU: Xen is QEMU's `-kernel` (entered at EL2) and its own command line is
+//! `-append`. Linux as dom0 is placed by QEMU's `guest-loader` devices, which put its
+//! kernel (with its bootargs) and initramfs in RAM and describe them to Xen as `/chosen`
+//! multiboot modules. A dom0less domU (the FreeRTOS image) is loaded by QEMU's generic
+//! `loader` and described by the device tree given with `-dtb` (`dom0less`), made from the
+//! one this same machine dumps. It only builds commands and strings; running them is the
+//! caller's business.
 
 use crate::linux::{self, LinuxGuest};
 use crate::qemu::{Clock, Machine};
@@ -33,30 +35,57 @@ const XEN_CMDLINE: [&str; 7] = [
     "console_timestamps=boot",
 ];
 
-/// Where guest-loader puts dom0's kernel: above the 2 MiB Xen loads at
-/// (0x4020_0000) and the device tree QEMU places at 0x4800_0000.
-const DOM0_KERNEL_ADDR: u64 = 0x4900_0000;
+/// The scheduler set-up of every boot with a domU (docs/xen.md, "The RTOS as a dom0less
+/// domU"). Debian's build has only credit and credit2 (its `boot/xen-4.17-arm64.config`:
+/// no RTDS, ARINC653 or null scheduler, which need CONFIG_UNSUPPORTED); weights and caps
+/// need a toolstack in dom0, which the project's initramfs does not have. So: credit2, with
+/// its rate limit off, so that a waking RTOS vCPU may preempt dom0 at once instead of after
+/// dom0 has run its 1 ms minimum slice.
+pub const DOMU_SCHEDULER: [&str; 2] = ["sched=credit2", "sched_ratelimit_us=0"];
 
-/// Alignment of the initramfs after the kernel.
+/// Where the first boot module goes: above the 2 MiB Xen loads at (0x4020_0000) and the
+/// device tree QEMU places at 0x4800_0000.
+const FIRST_MODULE_ADDR: u64 = 0x4900_0000;
+
+/// Alignment of every module after the first.
 const MODULE_ALIGN: u64 = 0x20_0000;
 
-/// Guest-physical addresses of dom0's boot modules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dom0Layout {
+/// Guest-physical addresses of the boot modules, one after the other from
+/// `FIRST_MODULE_ADDR` on 2 MiB boundaries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleLayout {
+    pub addresses: Vec<u64>,
+}
+
+impl ModuleLayout {
+    /// Places modules of `sizes` bytes in order.
+    pub fn place(sizes: &[u64]) -> ModuleLayout {
+        let mut next = FIRST_MODULE_ADDR;
+        let addresses = sizes
+            .iter()
+            .map(|size| {
+                let at = next;
+                next = (at + size).div_ceil(MODULE_ALIGN) * MODULE_ALIGN;
+                at
+            })
+            .collect();
+        ModuleLayout { addresses }
+    }
+}
+
+/// Linux as dom0: the prepared guest, its kernel command line, where its kernel and
+/// initramfs go.
+pub struct Dom0<'a> {
+    pub guest: &'a LinuxGuest,
+    pub bootargs: &'a str,
     pub kernel: u64,
     pub initrd: u64,
 }
 
-impl Dom0Layout {
-    /// The kernel at `DOM0_KERNEL_ADDR`, the initramfs at the next 2 MiB
-    /// boundary after a kernel of `kernel_size` bytes.
-    pub fn after_kernel(kernel_size: u64) -> Dom0Layout {
-        let end = DOM0_KERNEL_ADDR + kernel_size;
-        Dom0Layout {
-            kernel: DOM0_KERNEL_ADDR,
-            initrd: end.div_ceil(MODULE_ALIGN) * MODULE_ALIGN,
-        }
-    }
+/// A dom0less domU's image and where it goes; the device tree describing it is `-dtb`.
+pub struct DomUImage<'a> {
+    pub image: &'a Path,
+    pub addr: u64,
 }
 
 /// How to run QEMU for a Xen boot.
@@ -71,30 +100,69 @@ pub fn dom0_bootargs(job: Option<&str>) -> Result<String> {
     linux::bootargs_on(DOM0_CONSOLE, job, &DOM0_EXTRA)
 }
 
-/// The qemu-system-aarch64 command booting `xen` with `guest` as dom0.
-pub fn command(
+/// Xen's own command line: `XEN_CMDLINE`, and `DOMU_SCHEDULER` when a domU runs.
+pub fn xen_cmdline(with_domu: bool) -> String {
+    let scheduler: &[&str] = if with_domu { &DOMU_SCHEDULER } else { &[] };
+    [XEN_CMDLINE.as_slice(), scheduler].concat().join(" ")
+}
+
+/// The command that only writes this machine's device tree to `out` and exits: the same
+/// machine, Xen command line, dom0 modules and seed as `command`, so the tree is the one
+/// Xen would get (its `rng-seed` included), before the domU nodes are added.
+pub fn dump_command(
     xen: &Path,
-    guest: &LinuxGuest,
-    layout: Dom0Layout,
-    bootargs: &str,
+    dom0: Option<&Dom0<'_>>,
+    out: &Path,
     options: &XenOptions,
 ) -> Command {
+    let mut command = xen_command(xen, true, options);
+    command.args(["-machine", &format!("dumpdtb={}", out.to_string_lossy())]);
+    add_dom0(&mut command, dom0);
+    command
+}
+
+/// The qemu-system-aarch64 command booting `xen` with `dom0` and, given the device tree
+/// that describes it, a dom0less `domu`.
+pub fn command(
+    xen: &Path,
+    dom0: Option<&Dom0<'_>>,
+    domu: Option<(&DomUImage<'_>, &Path)>,
+    options: &XenOptions,
+) -> Command {
+    let mut command = xen_command(xen, domu.is_some(), options);
+    add_dom0(&mut command, dom0);
+    if let Some((image, dtb)) = domu {
+        let loader = format!(
+            "loader,file={},addr={:#x},force-raw=on",
+            escape(&image.image.to_string_lossy()),
+            image.addr
+        );
+        command.args(["-device", &loader]).arg("-dtb").arg(dtb);
+    }
+    command
+}
+
+/// The one-CPU machine of every configuration booting `xen` with its command line.
+fn xen_command(xen: &Path, with_domu: bool, options: &XenOptions) -> Command {
+    let mut command = Machine::single(options.clock).command(xen);
+    command.args(["-append", &xen_cmdline(with_domu)]);
+    command
+}
+
+fn add_dom0(command: &mut Command, dom0: Option<&Dom0<'_>>) {
+    let Some(dom0) = dom0 else { return };
     let kernel = format!(
         "guest-loader,addr={:#x},kernel={},bootargs={}",
-        layout.kernel,
-        escape(&guest.kernel.to_string_lossy()),
-        escape(bootargs)
+        dom0.kernel,
+        escape(&dom0.guest.kernel.to_string_lossy()),
+        escape(dom0.bootargs)
     );
     let initrd = format!(
         "guest-loader,addr={:#x},initrd={}",
-        layout.initrd,
-        escape(&guest.initramfs.to_string_lossy())
+        dom0.initrd,
+        escape(&dom0.guest.initramfs.to_string_lossy())
     );
-    let mut command = Machine::single(options.clock).command(xen);
-    command
-        .args(["-append", &XEN_CMDLINE.join(" ")])
-        .args(["-device", &kernel, "-device", &initrd]);
-    command
+    command.args(["-device", &kernel, "-device", &initrd]);
 }
 
 /// A value inside a QEMU `-device` option list: commas are doubled.
@@ -109,11 +177,10 @@ mod tests {
     use std::path::PathBuf;
 
     #[test]
-    fn initrd_follows_the_kernel_on_a_2_mib_boundary() {
-        let layout = Dom0Layout::after_kernel(32_956_352);
-        assert_eq!(layout.kernel, 0x4900_0000);
-        assert_eq!(layout.initrd, 0x4b00_0000);
-        assert_eq!(Dom0Layout::after_kernel(0x20_0000).initrd, 0x4920_0000);
+    fn modules_follow_each_other_on_2_mib_boundaries() {
+        let layout = ModuleLayout::place(&[32_956_352, 0x20_0000, 5]);
+        assert_eq!(layout.addresses, [0x4900_0000, 0x4b00_0000, 0x4b20_0000]);
+        assert!(ModuleLayout::place(&[]).addresses.is_empty());
     }
 
     #[test]
@@ -124,14 +191,20 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_command_line_boots_xen_with_dom0_modules() {
-        let guest = LinuxGuest {
+    fn guest() -> LinuxGuest {
+        LinuxGuest {
             kernel: PathBuf::from("cache/linux/Image"),
             initramfs: PathBuf::from("cache/a,b/initramfs.cpio"),
             versions: Vec::new(),
-        };
-        let layout = Dom0Layout {
+        }
+    }
+
+    #[test]
+    fn the_command_line_boots_xen_with_dom0_modules() {
+        let guest = guest();
+        let dom0 = Dom0 {
+            guest: &guest,
+            bootargs: "console=hvc0 nokaslr x=1,2",
             kernel: 0x4900_0000,
             initrd: 0x4b00_0000,
         };
@@ -140,9 +213,8 @@ mod tests {
         };
         let command = command(
             Path::new("cache/xen/xen-4.17-arm64"),
-            &guest,
-            layout,
-            "console=hvc0 nokaslr x=1,2",
+            Some(&dom0),
+            None,
             &options,
         );
         assert_eq!(
@@ -155,6 +227,45 @@ mod tests {
              dtuart=/pl011@9000000 console_timestamps=boot' \
              -device 'guest-loader,addr=0x49000000,kernel=cache/linux/Image,bootargs=console=hvc0 nokaslr x=1,,2' \
              -device guest-loader,addr=0x4b000000,initrd=cache/a,,b/initramfs.cpio"
+        );
+    }
+
+    #[test]
+    fn a_domu_is_loaded_raw_and_described_by_the_given_tree() {
+        let image = DomUImage {
+            image: Path::new("build/guests/freertos.bin"),
+            addr: 0x4900_0000,
+        };
+        let options = XenOptions { clock: Clock::Host };
+        let dump = dump_command(
+            Path::new("xen"),
+            None,
+            Path::new("build/xen/host.dtb"),
+            &options,
+        );
+        let run = command(
+            Path::new("xen"),
+            None,
+            Some((&image, Path::new("build/xen/freertos.dtb"))),
+            &options,
+        );
+        let append = "-append 'dom0_mem=2G,max:2G dom0_max_vcpus=1 maxcpus=1 bootscrub=0 \
+                      console=dtuart dtuart=/pl011@9000000 console_timestamps=boot \
+                      sched=credit2 sched_ratelimit_us=0'";
+        let machine = "qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 \
+                       -cpu cortex-a72 -m 4G -smp 1 -nic none -nographic \
+                       -semihosting-config enable=on,target=native -kernel xen";
+        assert_eq!(
+            describe(&dump),
+            format!("{machine} {append} -machine dumpdtb=build/xen/host.dtb")
+        );
+        assert_eq!(
+            describe(&run),
+            format!(
+                "{machine} {append} \
+                 -device loader,file=build/guests/freertos.bin,addr=0x49000000,force-raw=on \
+                 -dtb build/xen/freertos.dtb"
+            )
         );
     }
 }

@@ -84,4 +84,9 @@ pub(super) mod fixtures {
     pub const RTOS_SOLO: &str = include_str!("../fixtures/solo-freertos-bench.txt");
     /// FreeRTOS's latency beside Linux's hackbench loop on one pCPU (kernel log removed).
     pub const RTOS_SHARED: &str = include_str!("../fixtures/shared-freertos.txt");
+    /// The suite in a Xen dom0less domU alone (Xen's boot log removed).
+    pub const RTOS_XEN_SOLO: &str = include_str!("../fixtures/xen-solo-freertos-bench.txt");
+    /// FreeRTOS's latency as a Xen domU beside dom0's hackbench loop on one pCPU (Xen's and
+    /// the kernel's logs removed).
+    pub const RTOS_XEN_SHARED: &str = include_str!("../fixtures/xen-shared-freertos.txt");
 }
