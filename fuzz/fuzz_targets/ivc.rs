@@ -7,8 +7,6 @@
 
 #![no_main]
 
-use std::cell::Cell;
-
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use partita_core::board::Platform;
@@ -18,30 +16,8 @@ use partita_core::config::{
 };
 use partita_core::hypercall::Ring;
 use partita_core::ivc::doorbell::Doorbells;
+use partita_core::ivc::memory::WordMemory;
 use partita_core::ivc::ring::{Consumer, Producer, RingError, SharedMemory, DATA, RECORD_HEADER};
-
-/// The channel's memory: words the peer wrote, as a guest sees them.
-struct Words(Vec<Cell<u32>>);
-
-impl SharedMemory for Words {
-    fn size(&self) -> usize {
-        self.0.len() * 4
-    }
-    fn load_u32(&self, offset: usize) -> u32 {
-        self.0[offset / 4].get()
-    }
-    fn store_u32(&self, offset: usize, value: u32) {
-        self.0[offset / 4].set(value)
-    }
-    fn load_u64(&self, offset: usize) -> u64 {
-        u64::from(self.load_u32(offset)) | (u64::from(self.load_u32(offset + 4)) << 32)
-    }
-    fn store_u64(&self, offset: usize, value: u64) {
-        self.store_u32(offset, value as u32);
-        self.store_u32(offset + 4, (value >> 32) as u32);
-    }
-    fn fence(&self) {}
-}
 
 #[derive(Arbitrary, Debug)]
 enum Op {
@@ -169,7 +145,7 @@ fn ring_op(
 fuzz_target!(|input: (u8, u8, u32, Vec<Op>)| {
     let (ring_words, interval, frequency, ops) = input;
     let size = DATA + RECORD_HEADER + 8 + 8 * usize::from(ring_words);
-    let mem = Words((0..size / 4 + 2).map(|_| Cell::new(0)).collect());
+    let mem = WordMemory::new(size + 8);
     let producer = Producer::new(&mem, 8, size).unwrap();
     let consumer = Consumer::new(&mem, 8, size).unwrap();
     let doorbells = Doorbells::new(&system(u32::from(interval) + 1), u64::from(frequency));
@@ -208,8 +184,9 @@ fuzz_target!(|input: (u8, u8, u32, Vec<Op>)| {
                 }
             }
             Op::Scribble { word, value } => {
-                let at = usize::from(word) % mem.0.len();
-                mem.0[at].set(value);
+                // A hostile peer writes any word of the channel.
+                let at = usize::from(word) % (mem.size() / 4);
+                mem.store_u32(at * 4, value);
             }
             Op::Ring {
                 caller,

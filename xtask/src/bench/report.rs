@@ -119,20 +119,7 @@ fn summary(out: &mut String, results: &Results) {
         let _ = writeln!(out, "No figures.\n");
         return;
     }
-    let _ = writeln!(out, "| figure | unit | {} |", configs.join(" | "));
-    let _ = writeln!(out, "| --- | --- |{}", " ---: |".repeat(configs.len()));
-    for (_, row) in rows {
-        let cells: Vec<String> = configs.iter().map(|c| cell(results, c, row)).collect();
-        let _ = writeln!(
-            out,
-            "| {} {} | {} | {} |",
-            row.experiment,
-            row.metric,
-            row.unit,
-            cells.join(" | ")
-        );
-    }
-    out.push('\n');
+    figure_table(out, results, &configs, &rows);
 }
 
 /// BENCHMARKS.md 9: round trips and echo throughput over the FreeRTOS-Linux channel, on
@@ -151,6 +138,17 @@ fn inter_vm(out: &mut String, results: &Results) {
          FreeRTOS (`partita-ivc rtos-ping`); `ivc-throughput-*`: echoes of 64 B and 4 KiB \
          messages with the rings full (`partita-ivc bench`).\n"
     );
+    figure_table(out, results, &configs, &rows);
+}
+
+/// One row per selected record (`<experiment> <metric>` and its unit), one column per
+/// configuration.
+fn figure_table(
+    out: &mut String,
+    results: &Results,
+    configs: &[&str],
+    rows: &[(Headline, &Record)],
+) {
     let _ = writeln!(out, "| figure | unit | {} |", configs.join(" | "));
     let _ = writeln!(out, "| --- | --- |{}", " ---: |".repeat(configs.len()));
     for (_, row) in rows {

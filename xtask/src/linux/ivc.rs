@@ -249,46 +249,8 @@ fn run(command: &mut Command) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use partita_core::ivc::ring::{Consumer, Producer, RingError, SharedMemory};
-    use std::cell::Cell;
-
-    /// A channel image as 32-bit words, little-endian, as both guests see it.
-    struct Image(Vec<Cell<u32>>);
-
-    impl Image {
-        fn from_bytes(bytes: &[u8]) -> Image {
-            Image(
-                bytes
-                    .chunks_exact(4)
-                    .map(|w| Cell::new(u32::from_le_bytes(w.try_into().unwrap())))
-                    .collect(),
-            )
-        }
-
-        fn to_bytes(&self) -> Vec<u8> {
-            self.0.iter().flat_map(|w| w.get().to_le_bytes()).collect()
-        }
-    }
-
-    impl SharedMemory for Image {
-        fn size(&self) -> usize {
-            self.0.len() * 4
-        }
-        fn load_u32(&self, offset: usize) -> u32 {
-            self.0[offset / 4].get()
-        }
-        fn store_u32(&self, offset: usize, value: u32) {
-            self.0[offset / 4].set(value)
-        }
-        fn load_u64(&self, offset: usize) -> u64 {
-            u64::from(self.load_u32(offset)) | (u64::from(self.load_u32(offset + 4)) << 32)
-        }
-        fn store_u64(&self, offset: usize, value: u64) {
-            self.store_u32(offset, value as u32);
-            self.store_u32(offset + 4, (value >> 32) as u32);
-        }
-        fn fence(&self) {}
-    }
+    use partita_core::ivc::memory::WordMemory as Image;
+    use partita_core::ivc::ring::{Consumer, Producer, RingError};
 
     /// Message `seq` of ring-interop.c: tag seq, seq * 37 % 200 bytes of (seq + 7 i).
     fn message(seq: u32) -> Vec<u8> {

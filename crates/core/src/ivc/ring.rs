@@ -280,40 +280,8 @@ mod tests {
     use alloc::collections::VecDeque;
     use alloc::vec;
     use alloc::vec::Vec;
-    use core::cell::Cell;
 
-    /// A channel's memory on the host: words behind cells, as the guests see it.
-    struct HostMemory(Vec<Cell<u32>>);
-
-    impl HostMemory {
-        fn new(bytes: usize) -> Self {
-            HostMemory((0..bytes / 4).map(|_| Cell::new(0)).collect())
-        }
-    }
-
-    impl SharedMemory for HostMemory {
-        fn size(&self) -> usize {
-            self.0.len() * 4
-        }
-        fn load_u32(&self, offset: usize) -> u32 {
-            assert_eq!(offset % 4, 0);
-            self.0[offset / 4].get()
-        }
-        fn store_u32(&self, offset: usize, value: u32) {
-            assert_eq!(offset % 4, 0);
-            self.0[offset / 4].set(value)
-        }
-        fn load_u64(&self, offset: usize) -> u64 {
-            assert_eq!(offset % 8, 0);
-            u64::from(self.load_u32(offset)) | (u64::from(self.load_u32(offset + 4)) << 32)
-        }
-        fn store_u64(&self, offset: usize, value: u64) {
-            assert_eq!(offset % 8, 0);
-            self.store_u32(offset, value as u32);
-            self.store_u32(offset + 4, (value >> 32) as u32);
-        }
-        fn fence(&self) {}
-    }
+    use crate::ivc::memory::WordMemory as HostMemory;
 
     #[test]
     fn a_message_goes_through_and_the_waiting_flag_asks_for_a_ring() {
