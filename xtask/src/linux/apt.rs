@@ -8,6 +8,8 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::process::run;
+
 /// Debian architecture of every guest package.
 const ARCH: &str = "arm64";
 
@@ -192,16 +194,6 @@ fn has_candidate(package: &str) -> Result<bool> {
 
 fn qualified(package: &str) -> String {
     format!("{package}:{ARCH}")
-}
-
-fn run(command: &mut Command) -> Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("starting {command:?}"))?;
-    if !status.success() {
-        bail!("{command:?} failed ({status})");
-    }
-    Ok(())
 }
 
 fn output(command: &mut Command) -> Result<String> {

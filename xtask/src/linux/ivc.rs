@@ -18,6 +18,7 @@ use super::apt::{self, Deb};
 use super::libraries::{Content, Placement};
 use super::rootfs::Rootfs;
 use super::LinuxGuest;
+use crate::process::run;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -234,16 +235,6 @@ fn build_module(headers: &Path, sources: &Path) -> Result<PathBuf> {
         bail!("make left no {}", module.display());
     }
     Ok(module)
-}
-
-fn run(command: &mut Command) -> Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("starting {command:?}"))?;
-    if !status.success() {
-        bail!("{command:?} failed ({status})");
-    }
-    Ok(())
 }
 
 #[cfg(test)]

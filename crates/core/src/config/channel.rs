@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
-use super::{range, validate_name, ConfigError, SystemConfig, IPA_LIMIT, PAGE_SIZE};
+use super::{range, validate_name, ConfigError, SystemConfig, VmConfig, IPA_LIMIT, PAGE_SIZE};
 use crate::board::{Board, Region};
 
 /// Most VMs one channel joins: the doorbell hypercall rings every other member.
@@ -297,12 +297,7 @@ fn window(
             ),
         ));
     }
-    let Some((i, vm)) = cfg
-        .vms
-        .iter()
-        .enumerate()
-        .find(|(_, vm)| vm.name == member.vm)
-    else {
+    let Some((i, vm)) = member_vm(cfg, member) else {
         return Ok(());
     };
     let clash = |what: String| {
@@ -336,6 +331,14 @@ fn window(
     Ok(())
 }
 
+/// The VM a member names, with its index; `None` for an unknown name (refused elsewhere).
+fn member_vm<'a>(cfg: &'a SystemConfig, member: &ChannelMember) -> Option<(usize, &'a VmConfig)> {
+    cfg.vms
+        .iter()
+        .enumerate()
+        .find(|(_, vm)| vm.name == member.vm)
+}
+
 /// The member's doorbell: an SPI the VM uses for nothing else.
 fn doorbell(
     cfg: &SystemConfig,
@@ -356,12 +359,7 @@ fn doorbell(
             ),
         ));
     }
-    let Some((i, vm)) = cfg
-        .vms
-        .iter()
-        .enumerate()
-        .find(|(_, vm)| vm.name == member.vm)
-    else {
+    let Some((i, vm)) = member_vm(cfg, member) else {
         return Ok(());
     };
     let used = |what: String| {
