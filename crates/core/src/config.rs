@@ -532,28 +532,38 @@ fn validate_region(board: &Board, i: usize, j: usize, m: &MemoryRegion) -> Resul
             "no physical memory was planned",
         ));
     };
-    if phys.base % PAGE_SIZE != 0 {
+    check_physical(board, &phys, || key("phys"))
+}
+
+/// A planned physical range (a VM's memory or a channel's): page aligned, inside the
+/// board's RAM, outside Partita's own memory; `key` names it in the error.
+pub(crate) fn check_physical(
+    board: &Board,
+    phys: &Region,
+    key: impl Fn() -> String,
+) -> Result<(), ConfigError> {
+    if !phys.base.is_multiple_of(PAGE_SIZE) {
         return Err(ConfigError::new(
-            key("phys"),
+            key(),
             format!("{:#x} is not aligned to 4 KiB", phys.base),
         ));
     }
-    if !board.ram.contains(&phys) {
+    if !board.ram.contains(phys) {
         return Err(ConfigError::new(
-            key("phys"),
+            key(),
             format!(
                 "physical range {} is outside RAM ({})",
-                range(&phys),
+                range(phys),
                 range(&board.ram)
             ),
         ));
     }
     if phys.overlaps(&board.hypervisor) {
         return Err(ConfigError::new(
-            key("phys"),
+            key(),
             format!(
                 "physical range {} overlaps Partita's own memory ({})",
-                range(&phys),
+                range(phys),
                 range(&board.hypervisor)
             ),
         ));

@@ -86,7 +86,7 @@ pub fn build(dir: &Path) -> Result<Placement> {
         std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
     }
     let sources = dir.join("src");
-    write_sources(&sources)?;
+    crate::linux::write_sources(&sources, &SOURCES)?;
     let binaries = compile(CROSS_COMPILER, &GUEST_FLAGS, &sources, &dir.join("bin"))
         .context("building the automotive suite (is gcc-aarch64-linux-gnu installed? see `cargo xtask setup`)")?;
     let mut placement = Placement::default();
@@ -121,15 +121,6 @@ pub fn toolchain_versions() -> Result<Vec<(String, String)>> {
         .filter_map(|line| line.split_once(' '))
         .map(|(name, version)| (name.to_owned(), version.to_owned()))
         .collect())
-}
-
-fn write_sources(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (name, text) in SOURCES {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
 }
 
 /// Compiles every program from `sources` into `out` with `compiler`, the
@@ -193,7 +184,7 @@ mod tests {
             let dir =
                 std::env::temp_dir().join(format!("partita-automotive-{}", std::process::id()));
             let sources = dir.join("src");
-            write_sources(&sources).unwrap();
+            crate::linux::write_sources(&sources, &SOURCES).unwrap();
             let binaries = compile("gcc", &[], &sources, &dir.join("bin")).unwrap();
             HostBuild { dir, binaries }
         }

@@ -151,7 +151,7 @@ fn build(dir: &Path, name: &str, version: &str) -> Result<(Placement, Vec<(Strin
         std::fs::remove_dir_all(dir.join("src"))?;
     }
     let sources = dir.join("src");
-    write_sources(&sources)?;
+    crate::linux::write_sources(&sources, &SOURCES)?;
     let debs = apt::download_exact(&dir.join("debs"), &build_packages(name, version)?)?;
     let root = dir.join("kbuild");
     if root.exists() {
@@ -182,15 +182,6 @@ fn build(dir: &Path, name: &str, version: &str) -> Result<(Placement, Vec<(Strin
         .map(|d| (d.name.clone(), d.version.clone()))
         .collect();
     Ok((placement, versions))
-}
-
-fn write_sources(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (name, text) in SOURCES {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
 }
 
 /// Unpacks `deb` into `root`, merging with what is there (the packages' trees overlap).
@@ -255,7 +246,7 @@ mod tests {
 
     /// Builds guests/linux/ivc/ring-interop.c with libpartita_ivc for the host.
     fn interop(dir: &Path) -> PathBuf {
-        write_sources(dir).unwrap();
+        crate::linux::write_sources(dir, &SOURCES).unwrap();
         let test = dir.join("ring-interop.c");
         std::fs::write(
             &test,

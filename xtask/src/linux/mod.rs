@@ -43,6 +43,17 @@ pub struct LinuxGuest {
     pub versions: Vec<(String, String)>,
 }
 
+/// Writes the project's C sources (`(file name, text)`, embedded in the host tool) into
+/// `dir` for the cross compiler.
+fn write_sources(dir: &Path, sources: &[(&str, &str)]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in sources {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Downloads, unpacks and assembles the guest under `cache/linux/`, or
 /// returns at once when a previous run with the same inputs finished.
 pub fn prepare(cache: &Path) -> Result<LinuxGuest> {

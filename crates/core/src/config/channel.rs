@@ -16,7 +16,9 @@ use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
-use super::{range, validate_name, ConfigError, SystemConfig, VmConfig, IPA_LIMIT, PAGE_SIZE};
+use super::{
+    check_physical, range, validate_name, ConfigError, SystemConfig, VmConfig, IPA_LIMIT, PAGE_SIZE,
+};
 use crate::board::{Board, Region};
 
 /// Most VMs one channel joins: the doorbell hypercall rings every other member.
@@ -219,32 +221,7 @@ fn physical(
     let Some(phys) = channel.physical() else {
         return Err(ConfigError::new(key, "no physical memory was planned"));
     };
-    if !phys.base.is_multiple_of(PAGE_SIZE) {
-        return Err(ConfigError::new(
-            key,
-            format!("{:#x} is not aligned to 4 KiB", phys.base),
-        ));
-    }
-    if !board.ram.contains(&phys) {
-        return Err(ConfigError::new(
-            key,
-            format!(
-                "physical range {} is outside RAM ({})",
-                range(&phys),
-                range(&board.ram)
-            ),
-        ));
-    }
-    if phys.overlaps(&board.hypervisor) {
-        return Err(ConfigError::new(
-            key,
-            format!(
-                "physical range {} overlaps Partita's own memory ({})",
-                range(&phys),
-                range(&board.hypervisor)
-            ),
-        ));
-    }
+    check_physical(board, &phys, || key.clone())?;
     for (i, vm) in cfg.vms.iter().enumerate() {
         for (j, m) in vm.memory.iter().enumerate() {
             if m.physical().is_some_and(|r| r.overlaps(&phys)) {
