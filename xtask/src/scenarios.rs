@@ -263,6 +263,14 @@ const LINUX_SMP: &[Expect] = &[
 ];
 /// A load on both of Linux's vCPUs in the SPUMONE topology (configs/mixed.toml).
 const MIXED_LOAD_JOB: &str = "hackbench -g 4 -l 200 && stress-ng --cpu 2 --timeout 2s";
+/// The same with vCPU migration on (configs/tests/mixed-migrate.toml): Linux's vCPU 0 moved
+/// to CPU 1 while FreeRTOS ran, and both vCPUs finished their work.
+const MIXED_MIGRATE_BESIDE_LINUX: &[Expect] = beside_linux!(
+    Expect::Line("[linux] *smp: Brought up 1 node, 2 CPUs"),
+    Expect::Line("[linux] stress-ng: info: * dispatching hogs: 2 cpu"),
+    Expect::Line("[partita] vm linux: * vCPU migrations"),
+    Expect::CountAtLeast(FREERTOS_RT, 4)
+);
 /// The mixed system under that load: FreeRTOS runs throughout and both of Linux's vCPUs run
 /// (stress-ng's two workers finish). FreeRTOS's deadline misses while Linux's vCPU 1 is
 /// busy on the other CPU are QEMU 7.2's turn-taking under -icount, not asserted, as in `SPLIT_BESIDE_LINUX` (docs/smp.md has the measurements).
@@ -345,7 +353,7 @@ const IVC_DEMO: &[Expect] = &[
     Expect::NoLine(FREERTOS_FAULT),
 ];
 
-pub const SCENARIOS: [Scenario; 35] = [
+pub const SCENARIOS: [Scenario; 36] = [
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
@@ -713,6 +721,16 @@ pub const SCENARIOS: [Scenario; 35] = [
         end: AFTER_LINUX_OFF,
         timeout_secs: 600,
         expect: MIXED_BESIDE_LINUX,
+    },
+    Scenario {
+        name: "mixed-migrate-linux-load",
+        boot: Boot::Partita("configs/tests/mixed-migrate.toml"),
+        job: Some(MIXED_LOAD_JOB),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: MIXED_MIGRATE_BESIDE_LINUX,
     },
     Scenario {
         name: "probe-crash-beside-linux",

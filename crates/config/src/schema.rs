@@ -18,7 +18,7 @@ use super::fields::{wrong_type, Fields};
 
 const TOP_KEYS: [&str; 4] = ["board", "vm", "console", "channel"];
 const BOARD_KEYS: [&str; 3] = ["platform", "cpus", "slice_us"];
-const VM_KEYS: [&str; 14] = [
+const VM_KEYS: [&str; 15] = [
     "name",
     "kind",
     "priority",
@@ -33,6 +33,7 @@ const VM_KEYS: [&str; 14] = [
     "on_poweroff",
     "timer",
     "irqs",
+    "migrate",
 ];
 const CONSOLE_KEYS: [&str; 1] = ["view"];
 const MEMORY_KEYS: [&str; 3] = ["base", "size", "phys"];
@@ -205,6 +206,7 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
     let on_poweroff = end_action(&f, "on_poweroff")?;
     let timer = timer(&f)?;
     let irqs = f.u32_array("irqs")?;
+    let migrate = f.boolean("migrate")?.unwrap_or(false);
     let devices = f
         .tables("device")?
         .into_iter()
@@ -226,6 +228,7 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
         on_poweroff,
         timer,
         irqs,
+        migrate,
     })
 }
 

@@ -143,6 +143,9 @@ pub struct VmConfig {
     /// The VM's lines of the interrupt destination table: physical SPIs it owns, forwarded
     /// to the same INTID in its virtual GIC.
     pub irqs: Vec<u32>,
+    /// A vCPU preempted at EL1 by a higher-priority VM on its CPU moves to the CPU of
+    /// another of its VM's vCPUs until its own CPU idles (docs/smp.md).
+    pub migrate: bool,
 }
 
 /// Which EL1 timer a VM keeps time with, and how Partita treats it.
@@ -883,6 +886,7 @@ pub(crate) mod tests {
             on_poweroff: EndAction::Stop,
             timer: TimerMode::Virtual,
             irqs: vec![],
+            migrate: false,
         }
     }
 

@@ -375,6 +375,7 @@ mod tests {
             on_poweroff: EndAction::Stop,
             timer: crate::config::TimerMode::Virtual,
             irqs: vec![],
+            migrate: false,
         }
     }
 

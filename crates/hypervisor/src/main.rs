@@ -22,6 +22,7 @@ mod inject;
 mod input;
 mod ivc;
 mod memory;
+mod migrate;
 mod panic;
 mod scheduler;
 mod seed;

@@ -66,6 +66,9 @@ pub struct VirtualGic {
     loaded: u16,
     /// The list registers must be chosen again before the next entry.
     stale: bool,
+    /// `lrs` holds what the list registers held when the vCPU left the CPU, not yet folded
+    /// into the model (`unload` takes no lock; the next `sync` folds them).
+    parked: bool,
 }
 
 impl VirtualGic {
@@ -80,6 +83,7 @@ impl VirtualGic {
             lrs: [0; MAX_LIST_REGISTERS],
             loaded: u16::MAX,
             stale: true,
+            parked: false,
         }
     }
 
@@ -178,6 +182,14 @@ impl VirtualGic {
 
     /// Folds what the guest did with its list registers into the model, once per exit.
     fn sync(&mut self, model: &mut Vgic) {
+        if self.parked {
+            self.parked = false;
+            if let Err(e) = model.sync(self.vcpu, &self.lrs[..self.list_registers]) {
+                panic!("virtual GIC sync: {e:?}");
+            }
+            self.lrs[..self.list_registers].fill(0);
+            return;
+        }
         if self.stale {
             return;
         }
@@ -200,6 +212,9 @@ impl VirtualGic {
             return;
         }
         self.stale = false;
+        // Parked list-register values are folded by the flush itself: it syncs what `lrs`
+        // holds for the entries the model still has live.
+        self.parked = false;
         let lrs = &mut self.lrs[..self.list_registers];
         let hcr = match model.flush_in_place(self.vcpu, lrs) {
             Ok(hcr) => hcr,
@@ -223,17 +238,26 @@ impl VirtualGic {
         self.loaded = loaded;
     }
 
-    /// Empties the list registers when the vCPU leaves the CPU (the model keeps the state).
-    pub fn unload(&mut self, model: &mut Vgic) {
-        self.sync(model);
+    /// Empties the list registers when the vCPU leaves the CPU. Their contents stay here
+    /// until the next `sync` folds them into the model, so taking a vCPU off the CPU needs
+    /// no lock: the path of a higher-priority VM that preempts it never waits for this VM.
+    pub fn unload(&mut self) {
         gic_hyp::set_hcr(0);
-        // Element by element: assigning a whole zero array is a 128-byte `memset` call,
-        // which costs more than the switch's few list registers.
-        for (n, lr) in self.lrs[..self.list_registers].iter_mut().enumerate() {
-            if self.loaded & (1 << n) != 0 {
-                gic_hyp::write_list_register(n, 0);
+        if !self.stale {
+            for (n, lr) in self.lrs[..self.list_registers].iter_mut().enumerate() {
+                if self.loaded & (1 << n) != 0 {
+                    *lr = gic_hyp::read_list_register(n);
+                    gic_hyp::write_list_register(n, 0);
+                }
             }
-            *lr = 0;
+            self.parked = true;
+            self.stale = true;
+        } else {
+            for n in 0..self.list_registers {
+                if self.loaded & (1 << n) != 0 {
+                    gic_hyp::write_list_register(n, 0);
+                }
+            }
         }
         self.loaded = 0;
     }

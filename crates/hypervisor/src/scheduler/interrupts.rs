@@ -61,7 +61,10 @@ impl CpuScheduler {
             woke |= self.deliver_doorbells();
         }
         if kicked {
+            // Migrated vCPUs arriving or leaving change the CPU's set of vCPUs: decide again.
+            decide |= self.receive_migrants();
             let (kick_woke, ended) = self.deliver_kicks();
+            decide |= self.return_migrants();
             woke |= kick_woke;
             decide |= ended;
         }
@@ -136,8 +139,12 @@ impl CpuScheduler {
                 ending = true;
                 continue;
             }
-            // Started by CPU_ON, or given an interrupt by another vCPU of its VM.
-            if vm.start_if_pending() || (vm.is_on() && vm.refresh_interrupts()) {
+            // Started by CPU_ON, or given an interrupt by another vCPU of its VM. A vCPU
+            // that is not loaded is woken without a look at its interrupts (that takes its
+            // VM's lock, which a higher-priority VM's path here must never wait for): if it
+            // has none to take, it blocks again when it runs.
+            let loaded = self.loaded == Some(super::vcpu_of(vm));
+            if vm.start_if_pending() || (vm.is_on() && (!loaded || vm.refresh_interrupts())) {
                 self.wake(at);
                 woke = true;
             }

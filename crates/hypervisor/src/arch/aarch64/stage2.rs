@@ -118,6 +118,22 @@ impl Stage2Map {
         }
     }
 
+    /// Drops this CPU's cached translations of the VMID (the map must be active here): another
+    /// vCPU of the same VM ran on this CPU last.
+    pub fn forget_local_translations(&self) {
+        // SAFETY: TLB maintenance for the VMID in VTTBR_EL2 on this CPU only; it only
+        // discards cached translations of that VM.
+        unsafe {
+            asm!(
+                "dsb nshst",
+                "tlbi vmalls12e1",
+                "dsb nsh",
+                "isb",
+                options(nostack)
+            );
+        }
+    }
+
     /// The guest restarts from scratch: its stage-1 translations cached under this VMID
     /// must go at the next activation.
     pub fn forget_translations(&self) {
