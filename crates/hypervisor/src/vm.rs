@@ -12,13 +12,10 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
-
 use partita_core::board::Board;
 use partita_core::bundle::VmImages;
 use partita_core::config::{Access, EndAction, ResetAction, TimerMode, VmConfig};
 use partita_core::fdt::GuestFdt;
-use partita_core::trap::{device_access, fault_ipa};
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::stage2::Stage2Map;
@@ -36,6 +33,7 @@ use crate::println;
 use crate::seed;
 use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
+use crate::uart_exit::UartExit;
 use crate::vcpu::{PhysicalTimer, Vcpu};
 use crate::vgic::VirtualGic;
 
@@ -370,51 +368,19 @@ impl Vm {
     }
 
     /// Enters the loaded vCPU until an exit the scheduler must see: an access to one of
-    /// its UARTs (a console character, a flag poll) is finished here and the vCPU goes
-    /// straight back (`uart_fast_path`).
+    /// its UARTs (a console character, a flag poll) is finished by the world switch's short
+    /// exit and the vCPU goes straight back (`UartExit`). What its UARTs transmitted and its
+    /// console has not had yet goes there when it returns.
     pub fn enter(&mut self) -> Exit {
         self.update_interrupt_lines();
         self.vgic.before_entry();
         counters::entering(self.index);
-        loop {
-            let exit = self.vcpu.run();
-            counters::exited(self.index);
-            if exit != Exit::Synchronous || !self.uart_fast_path() {
-                return exit;
-            }
-            counters::device_reentry(self.index);
-        }
-    }
-
-    /// The common exit, short: a load or store the syndrome describes, to a UART of this
-    /// VM, that the model accepts. It does what the general path (`trap::handle`) would do
-    /// for it and skips what it can prove unneeded: no other device or the virtual GIC
-    /// claims a UART's window, and unless the UART's interrupt line changed, nothing the
-    /// scheduler or the virtual GIC decides depends on it. A physical interrupt that
-    /// arrived meanwhile is taken as soon as the guest runs again. False (nothing done)
-    /// for any other exit.
-    fn uart_fast_path(&mut self) -> bool {
-        let Some(access) = device_access(ESR_EL2.get()) else {
-            return false;
-        };
-        let ipa = fault_ipa(HPFAR_EL2.get(), FAR_EL2.get());
-        let mmio = access.access;
-        let store = access
-            .write
-            .then(|| self.vcpu.reg(mmio.register) & mmio.size.mask());
-        let Some(done) = self.devices.uart_access(self.index, ipa, mmio.size, store) else {
-            return false;
-        };
-        if !access.write {
-            self.vcpu
-                .set_reg(mmio.register, mmio.load_value(done.value));
-        }
-        self.vcpu.regs.elr = self.vcpu.regs.elr.wrapping_add(access.instruction_len);
-        if done.irq_changed {
-            self.update_interrupt_lines();
-            self.vgic.before_entry();
-        }
-        true
+        let mut short = UartExit::new(self.index, &mut self.devices, &mut self.vgic);
+        let exit = self.vcpu.run(&mut |regs, start| short.handle(regs, start));
+        short.finish();
+        counters::exited(self.index);
+        self.devices.flush_output(self.index);
+        exit
     }
 
     /// Handles one exit of the loaded vCPU.

@@ -1,6 +1,11 @@
 //! Glue between a VM's guest-physical device windows and the device models of
 //! `partita_core::devices`: which model answers an address, and where a UART's output goes.
 //!
+//! What a VM's UARTs transmit is drained into its `Output`, a line at most, and handed to
+//! its console stream when the line ends or the buffer fills, or when its vCPU's exit
+//! leaves the short path (`flush_output`): a character costs its exit a store into the
+//! buffer, not a console call.
+//!
 //! The models stay pure; this module only routes decoded accesses to them and drains what
 //! they produce. It must never read guest memory or registers.
 
@@ -8,7 +13,7 @@ use alloc::vec::Vec;
 
 use partita_core::board::Region;
 use partita_core::config::DeviceConfig;
-use partita_core::devices::pl011::Pl011;
+use partita_core::devices::pl011::{self, Pl011};
 use partita_core::devices::testdev::TestDevice;
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
 
@@ -43,19 +48,53 @@ pub struct UartAccess {
     pub value: u64,
     /// The UART's interrupt line changed: the virtual GIC must hear of it before entry.
     pub irq_changed: bool,
+    /// The access was to the data register (a store there writes one character).
+    pub data: bool,
 }
 
-/// Sends what `uart` transmitted (a store to its data register queues one byte) to VM
-/// `vm`'s console stream.
-fn drain(uart: &mut Pl011, vm: usize) {
-    while let Some(byte) = uart.take_tx() {
-        console::vm_output(vm, &[byte]);
+/// Bytes a VM's UARTs transmitted that its console stream has not been given yet.
+const OUTPUT: usize = 128;
+
+/// What a VM's UARTs transmitted, up to a line, on its way to the VM's console stream.
+struct Output {
+    bytes: [u8; OUTPUT],
+    len: usize,
+}
+
+impl Output {
+    /// Moves what `uart` transmitted (a store to its data register queues one byte) into
+    /// the buffer; a line end or a full buffer hands it to VM `vm`'s console stream.
+    #[inline]
+    fn drain(&mut self, uart: &mut Pl011, vm: usize) {
+        while let Some(byte) = uart.take_tx() {
+            if let Some(slot) = self.bytes.get_mut(self.len) {
+                *slot = byte;
+                self.len += 1;
+            }
+            if byte == b'\n' || self.len >= OUTPUT {
+                self.flush(vm);
+            }
+        }
+    }
+
+    /// Hands the buffered bytes to VM `vm`'s console stream.
+    #[inline(never)]
+    fn flush(&mut self, vm: usize) {
+        if let Some(bytes) = self.bytes.get(..self.len) {
+            if !bytes.is_empty() {
+                console::vm_output(vm, bytes);
+            }
+        }
+        self.len = 0;
     }
 }
 
 /// All emulated devices of one VM.
 pub struct Devices {
     devices: Vec<Device>,
+    /// The device the last UART access reached (checked first by `uart_access`).
+    last_uart: usize,
+    output: Output,
 }
 
 impl Devices {
@@ -72,11 +111,26 @@ impl Devices {
                 },
             })
             .collect();
-        Devices { devices }
+        Devices {
+            devices,
+            last_uart: 0,
+            output: Output {
+                bytes: [0; OUTPUT],
+                len: 0,
+            },
+        }
     }
 
-    fn at(&mut self, ipa: u64) -> Option<(&mut Model, u64)> {
-        self.devices
+    /// Hands what VM `vm`'s UARTs transmitted and its console stream has not had yet to it
+    /// (every exit that leaves the short path, and every store the general path makes).
+    pub fn flush_output(&mut self, vm: usize) {
+        if self.output.len > 0 {
+            self.output.flush(vm);
+        }
+    }
+
+    fn at(devices: &mut [Device], ipa: u64) -> Option<(&mut Model, u64)> {
+        devices
             .iter_mut()
             .find(|d| d.window.contains(&Region::new(ipa, 1)))
             .map(|d| (&mut d.model, ipa - d.window.base))
@@ -91,7 +145,7 @@ impl Devices {
 
     /// A guest load of `size` at `ipa`.
     pub fn read(&mut self, ipa: u64, size: AccessSize) -> Result<u64, AccessFault> {
-        let (model, offset) = self.at(ipa).ok_or(AccessFault)?;
+        let (model, offset) = Self::at(&mut self.devices, ipa).ok_or(AccessFault)?;
         model.device().read(offset, size)
     }
 
@@ -104,12 +158,13 @@ impl Devices {
         size: AccessSize,
         value: u64,
     ) -> Result<Option<u32>, AccessFault> {
-        let (model, offset) = self.at(ipa).ok_or(AccessFault)?;
+        let (model, offset) = Self::at(&mut self.devices, ipa).ok_or(AccessFault)?;
         model.device().write(offset, size, value)?;
         Ok(match model {
             Model::Test(test) => test.take_raise(),
             Model::Uart(uart) => {
-                drain(uart, vm);
+                self.output.drain(uart, vm);
+                self.output.flush(vm);
                 None
             }
         })
@@ -135,10 +190,12 @@ impl Devices {
     }
 
     /// An access to one of VM `vm`'s UARTs at `ipa` (`write` carries a store's value),
-    /// done completely: the model's answer, what it transmitted sent to the console, and
-    /// whether its interrupt line changed. `None` when no UART claims `ipa` or the model
+    /// done completely: the model's answer, what it transmitted buffered for the console,
+    /// and whether its interrupt line changed. `None` when no UART claims `ipa` or the model
     /// refuses the access (which changes nothing: the general path then injects the abort).
-    /// The exit fast path's device step: it never scans for anything but the UART.
+    /// The short exit's device step: the UART reached last is checked first, so a guest
+    /// writing a line scans nothing.
+    #[inline]
     pub fn uart_access(
         &mut self,
         vm: usize,
@@ -146,9 +203,13 @@ impl Devices {
         size: AccessSize,
         write: Option<u64>,
     ) -> Option<UartAccess> {
-        let device = self.devices.iter_mut().find(|d| {
-            matches!(d.model, Model::Uart(_)) && d.window.contains(&Region::new(ipa, 1))
-        })?;
+        let hit = |d: &Device| {
+            matches!(d.model, Model::Uart(_)) && ipa.wrapping_sub(d.window.base) < d.window.size
+        };
+        if !self.devices.get(self.last_uart).is_some_and(hit) {
+            self.last_uart = self.devices.iter().position(hit)?;
+        }
+        let device = self.devices.get_mut(self.last_uart)?;
         let offset = ipa - device.window.base;
         let Model::Uart(uart) = &mut device.model else {
             return None;
@@ -159,10 +220,11 @@ impl Devices {
             None => uart.read(offset, size),
         }
         .ok()?;
-        drain(uart, vm);
+        self.output.drain(uart, vm);
         Some(UartAccess {
             value,
             irq_changed: uart.irq_pending() != line,
+            data: offset & !3 == pl011::reg::DR,
         })
     }
 }
