@@ -213,6 +213,21 @@ impl PathStats {
         self.count += 1;
     }
 
+    /// The statistics of both sets of samples together.
+    pub fn merge(&self, other: &PathStats) -> PathStats {
+        let min = match (self.count, other.count) {
+            (0, _) => other.min,
+            (_, 0) => self.min,
+            _ => self.min.min(other.min),
+        };
+        PathStats {
+            count: self.count + other.count,
+            sum: self.sum.wrapping_add(other.sum),
+            min,
+            max: self.max.max(other.max),
+        }
+    }
+
     /// The mean (0 without samples).
     pub fn mean(&self) -> u64 {
         self.sum.checked_div(self.count).unwrap_or(0)
@@ -250,6 +265,16 @@ mod tests {
         assert_eq!(
             (stats.count, stats.min, stats.max, stats.mean()),
             (3, 100, 300, 200)
+        );
+        let mut more = PathStats::default();
+        assert_eq!(stats.merge(&more), stats);
+        assert_eq!(more.merge(&stats), stats);
+        more.add(50);
+        more.add(450);
+        let both = stats.merge(&more);
+        assert_eq!(
+            (both.count, both.min, both.max, both.mean()),
+            (5, 50, 450, 220)
         );
     }
 }

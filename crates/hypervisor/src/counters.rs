@@ -27,6 +27,8 @@ use crate::println;
 /// VMs with counters (configuration indices below this); others are not counted.
 const MAX_VMS: usize = 16;
 /// Words per VM: one per counter (`ElapsedNs`'s is unused), paths as count, min, sum, max.
+/// The device path's words hold the device accesses other than UART data-register writes
+/// (`UartWrite*`'s words), so a short exit folds one sample; `Device*` reads both together.
 const WORDS: usize = Counter::ALL.len();
 
 /// Why the last vCPU of a CPU exited, as far as the hot paths care.
@@ -207,8 +209,18 @@ pub fn entering(vm: usize) {
 }
 
 /// The statistics of the path whose first word (its count) is `first`; the next three
-/// words are min, sum (read as the mean) and max.
+/// words are min, sum (read as the mean) and max. The device path is every device access,
+/// its own words and the UART writes' together.
 fn path(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
+    let stats = words_of(w, first);
+    if first == Counter::DeviceCount {
+        return stats.merge(&words_of(w, Counter::UartWriteCount));
+    }
+    stats
+}
+
+/// The path whose first word is `first`, as its words hold it.
+fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
     let at = first as usize;
     PathStats {
         count: w[at].load(Ordering::Relaxed),
@@ -229,7 +241,7 @@ fn add_path_sample(vm: usize, first: Counter, ns: u64) {
 #[inline]
 fn fold(w: &[AtomicU64; WORDS], first: Counter, ns: u64) {
     let at = first as usize;
-    let mut stats = path(w, first);
+    let mut stats = words_of(w, first);
     stats.add(ns);
     w[at].store(stats.count, Ordering::Relaxed);
     w[at + 1].store(stats.min, Ordering::Relaxed);
@@ -291,11 +303,12 @@ impl ShortExits {
     pub fn device(&self, start: u64, write: bool) {
         let now = clock();
         if let Some(w) = self.words {
-            let length = now.wrapping_sub(start);
-            fold(w, Counter::DeviceCount, length);
-            if write {
-                fold(w, Counter::UartWriteCount, length);
-            }
+            let first = if write {
+                Counter::UartWriteCount
+            } else {
+                Counter::DeviceCount
+            };
+            fold(w, first, now.wrapping_sub(start));
         }
     }
 
@@ -362,6 +375,9 @@ pub fn read(vm: usize, counter: Counter) -> Option<u64> {
         Counter::SwitchMean => path(w, Counter::SwitchCount).mean(),
         Counter::DeviceMean => path(w, Counter::DeviceCount).mean(),
         Counter::UartWriteMean => path(w, Counter::UartWriteCount).mean(),
+        Counter::DeviceCount => path(w, Counter::DeviceCount).count,
+        Counter::DeviceMin => path(w, Counter::DeviceCount).min,
+        Counter::DeviceMax => path(w, Counter::DeviceCount).max,
         other => w[other as usize].load(Ordering::Relaxed),
     })
 }

@@ -1,5 +1,5 @@
 //! The short exit for the commonest device access: a load or store the syndrome describes, to
-//! one of the VM's UARTs, that the model accepts (a character written, a flag register
+//! the VM's console UART (its first PL011), that the model accepts (a character written, a flag register
 //! polled). The world switch calls it from its data-abort vector with the guest's registers
 //! saved (`ShortExit`); when it finishes the access the guest is loaded straight back, without
 //! restoring the host's registers, returning to the scheduler's loop or entering again.
@@ -18,13 +18,13 @@ use partita_core::trap::{device_access, fault_ipa};
 
 use crate::arch::aarch64::vectors::GuestRegs;
 use crate::counters::ShortExits;
-use crate::devices::Devices;
+use crate::devices::{Devices, ShortUart};
 use crate::vgic::VirtualGic;
 
 /// One VM's short exit while its vCPU is entered (`Vm::enter`).
 pub struct UartExit<'a> {
-    vm: usize,
-    devices: &'a mut Devices,
+    /// The VM's console UART, the one the short exit serves (others take the general path).
+    uart: Option<ShortUart<'a>>,
     vgic: &'a mut VirtualGic,
     counters: ShortExits,
 }
@@ -33,8 +33,7 @@ impl<'a> UartExit<'a> {
     /// For VM `vm`'s devices and virtual GIC, on this CPU.
     pub fn new(vm: usize, devices: &'a mut Devices, vgic: &'a mut VirtualGic) -> Self {
         UartExit {
-            vm,
-            devices,
+            uart: devices.short_uart(vm),
             vgic,
             counters: ShortExits::new(vm),
         }
@@ -45,6 +44,9 @@ impl<'a> UartExit<'a> {
     /// instruction); false, with nothing changed, for any other.
     #[inline]
     pub fn handle(&mut self, regs: &mut GuestRegs, start: u64) -> bool {
+        let Some(uart) = self.uart.as_mut() else {
+            return false;
+        };
         let Some(access) = device_access(ESR_EL2.get()) else {
             return false;
         };
@@ -53,7 +55,7 @@ impl<'a> UartExit<'a> {
         let store = access
             .write
             .then(|| regs.get(mmio.register) & mmio.size.mask());
-        let Some(done) = self.devices.uart_access(self.vm, ipa, mmio.size, store) else {
+        let Some(done) = uart.access(ipa, mmio.size, store) else {
             return false;
         };
         if !access.write {
@@ -72,10 +74,10 @@ impl<'a> UartExit<'a> {
         self.counters.finish();
     }
 
-    /// A UART's interrupt line changed: the virtual GIC hears of it before the guest runs.
+    /// The UART's interrupt line changed: the virtual GIC hears of it before the guest runs.
     #[cold]
     fn line_changed(&mut self) {
-        for (irq, level) in self.devices.irq_lines() {
+        if let Some((irq, level)) = self.uart.as_ref().and_then(ShortUart::irq_line) {
             // Validation keeps device interrupts among the board's SPIs.
             let _ = self.vgic.set_level(irq, level);
         }

@@ -42,7 +42,7 @@ pub struct Device {
     model: Model,
 }
 
-/// What `Devices::uart_access` did.
+/// What `ShortUart::access` did.
 pub struct UartAccess {
     /// A load's value (0 for a store).
     pub value: u64,
@@ -92,8 +92,6 @@ impl Output {
 /// All emulated devices of one VM.
 pub struct Devices {
     devices: Vec<Device>,
-    /// The device the last UART access reached (checked first by `uart_access`).
-    last_uart: usize,
     output: Output,
 }
 
@@ -113,7 +111,6 @@ impl Devices {
             .collect();
         Devices {
             devices,
-            last_uart: 0,
             output: Output {
                 bytes: [0; OUTPUT],
                 len: 0,
@@ -189,42 +186,64 @@ impl Devices {
         })
     }
 
-    /// An access to one of VM `vm`'s UARTs at `ipa` (`write` carries a store's value),
-    /// done completely: the model's answer, what it transmitted buffered for the console,
-    /// and whether its interrupt line changed. `None` when no UART claims `ipa` or the model
-    /// refuses the access (which changes nothing: the general path then injects the abort).
-    /// The short exit's device step: the UART reached last is checked first, so a guest
-    /// writing a line scans nothing.
-    #[inline]
-    pub fn uart_access(
-        &mut self,
-        vm: usize,
-        ipa: u64,
-        size: AccessSize,
-        write: Option<u64>,
-    ) -> Option<UartAccess> {
-        let hit = |d: &Device| {
-            matches!(d.model, Model::Uart(_)) && ipa.wrapping_sub(d.window.base) < d.window.size
-        };
-        if !self.devices.get(self.last_uart).is_some_and(hit) {
-            self.last_uart = self.devices.iter().position(hit)?;
-        }
-        let device = self.devices.get_mut(self.last_uart)?;
-        let offset = ipa - device.window.base;
+    /// The VM's console UART (its first PL011) with the VM's output buffer, borrowed for the
+    /// short exit while its vCPU is entered.
+    pub fn short_uart(&mut self, vm: usize) -> Option<ShortUart<'_>> {
+        let at = self
+            .devices
+            .iter()
+            .position(|d| matches!(d.model, Model::Uart(_)))?;
+        let device = self.devices.get_mut(at)?;
         let Model::Uart(uart) = &mut device.model else {
             return None;
         };
-        let line = uart.irq_pending();
+        Some(ShortUart {
+            window: device.window,
+            irq: device.irq,
+            uart,
+            output: &mut self.output,
+            vm,
+        })
+    }
+}
+
+/// A VM's console UART as the exit's short path reaches it: its window and interrupt, its
+/// model and the VM's output buffer, found once per entry of the vCPU.
+pub struct ShortUart<'a> {
+    window: Region,
+    irq: Option<u32>,
+    uart: &'a mut Pl011,
+    output: &'a mut Output,
+    vm: usize,
+}
+
+impl ShortUart<'_> {
+    /// An access at `ipa` (`write` carries a store's value), done completely: the model's
+    /// answer, what it transmitted buffered for the console, and whether its interrupt line
+    /// changed. `None` when `ipa` is outside the UART's window or the model refuses the
+    /// access (which changes nothing: the general path then injects the abort).
+    #[inline]
+    pub fn access(&mut self, ipa: u64, size: AccessSize, write: Option<u64>) -> Option<UartAccess> {
+        let offset = ipa.wrapping_sub(self.window.base);
+        if offset >= self.window.size {
+            return None;
+        }
+        let line = self.uart.irq_pending();
         let value = match write {
-            Some(value) => uart.write(offset, size, value).map(|()| 0),
-            None => uart.read(offset, size),
+            Some(value) => self.uart.write(offset, size, value).map(|()| 0),
+            None => self.uart.read(offset, size),
         }
         .ok()?;
-        self.output.drain(uart, vm);
+        self.output.drain(self.uart, self.vm);
         Some(UartAccess {
             value,
-            irq_changed: uart.irq_pending() != line,
+            irq_changed: self.uart.irq_pending() != line,
             data: offset & !3 == pl011::reg::DR,
         })
+    }
+
+    /// The UART's interrupt and whether it is asserted, if it has one.
+    pub fn irq_line(&self) -> Option<(u32, bool)> {
+        self.irq.map(|irq| (irq, self.uart.irq_pending()))
     }
 }
