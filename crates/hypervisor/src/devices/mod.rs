@@ -62,19 +62,29 @@ struct Output {
 }
 
 impl Output {
-    /// Moves what `uart` transmitted (a store to its data register queues one byte) into
-    /// the buffer; a line end or a full buffer hands it to VM `vm`'s console stream.
-    #[inline]
+    /// Moves what `uart` transmitted into the buffer; a line end or a full buffer hands it
+    /// to VM `vm`'s console stream.
     fn drain(&mut self, uart: &mut Pl011, vm: usize) {
-        while let Some(byte) = uart.take_tx() {
-            if let Some(slot) = self.bytes.get_mut(self.len) {
-                *slot = byte;
-                self.len += 1;
-            }
-            if byte == b'\n' || self.len >= OUTPUT {
-                self.flush(vm);
-            }
+        while self.drain_one(uart, vm) {}
+    }
+
+    /// Moves the oldest byte `uart` transmitted, if any, into the buffer (a line end or a
+    /// full buffer hands it to VM `vm`'s console stream); false when there was none. Every
+    /// access drains the UART, and a store queues at most one byte, so after one store this
+    /// empties it.
+    #[inline]
+    fn drain_one(&mut self, uart: &mut Pl011, vm: usize) -> bool {
+        let Some(byte) = uart.take_tx() else {
+            return false;
+        };
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = byte;
+            self.len += 1;
         }
+        if byte == b'\n' || self.len >= OUTPUT {
+            self.flush(vm);
+        }
+        true
     }
 
     /// Hands the buffered bytes to VM `vm`'s console stream.
@@ -234,7 +244,7 @@ impl ShortUart<'_> {
             None => self.uart.read(offset, size),
         }
         .ok()?;
-        self.output.drain(self.uart, self.vm);
+        self.output.drain_one(self.uart, self.vm);
         Some(UartAccess {
             value,
             irq_changed: self.uart.irq_pending() != line,
