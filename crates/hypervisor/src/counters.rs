@@ -320,7 +320,11 @@ impl ShortExits {
         };
         let device = path(w, Counter::DeviceCount);
         let el2 = device.sum.wrapping_sub(self.sum);
-        add_words(w, Counter::TrapsDataAbort, device.count.wrapping_sub(self.count));
+        add_words(
+            w,
+            Counter::TrapsDataAbort,
+            device.count.wrapping_sub(self.count),
+        );
         add_words(w, Counter::El2Ns, el2);
         let mark = &cpu().mark;
         mark.store(

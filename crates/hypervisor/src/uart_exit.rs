@@ -1,7 +1,7 @@
 //! The short exit for the commonest device access: a load or store the syndrome describes, to
 //! the VM's console UART (its first PL011), that the model accepts (a character written, a flag register
 //! polled). The world switch calls it from its data-abort vector with the guest's registers
-//! saved (`ShortExit`); when it finishes the access the guest is loaded straight back, without
+//! saved (`enter_guest`); when it finishes the access the guest is loaded straight back, without
 //! restoring the host's registers, returning to the scheduler's loop or entering again.
 //!
 //! It does what the general path (`trap::handle`) would do for such an access and skips what

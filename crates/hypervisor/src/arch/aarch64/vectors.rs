@@ -8,7 +8,7 @@
 //! through an exit: Partita's code never uses them (it is built soft-float), and `fp` moves
 //! them only when a vCPU leaves or takes the CPU.
 //! A data abort from a lower EL (the emulated-device exit) first goes to the caller's
-//! `ShortExit` with the guest's registers saved and the EL2 clock read at the vector: when it
+//! short exit (`enter_guest`'s `short`) with the guest's registers saved and the EL2 clock read at the vector: when it
 //! finishes the exit, the guest is loaded back at once, without restoring the host's
 //! registers and entering it again. The vector tells that one exit class apart by ESR_EL2.EC
 //! only.
@@ -54,7 +54,10 @@ type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
 /// (`counters`'s clock), it returns true when it has done everything the exit needed, and
 /// the guest goes straight back in with the registers as it left them; false returns the
 /// exit.
-pub fn enter_guest<F: FnMut(&mut GuestRegs, u64) -> bool>(regs: &mut GuestRegs, short: &mut F) -> Exit {
+pub fn enter_guest<F: FnMut(&mut GuestRegs, u64) -> bool>(
+    regs: &mut GuestRegs,
+    short: &mut F,
+) -> Exit {
     let call: ShortCall = short_exit::<F>;
     let short = core::ptr::from_mut(short).cast::<c_void>();
     // SAFETY: `regs` is a valid, exclusively borrowed register file for the duration of the
