@@ -42,7 +42,7 @@ pub struct Device {
     model: Model,
 }
 
-/// What `ShortUart::access` did.
+/// What `Devices::uart_access` did.
 pub struct UartAccess {
     /// A load's value (0 for a store).
     pub value: u64,
@@ -196,64 +196,47 @@ impl Devices {
         })
     }
 
-    /// The VM's console UART (its first PL011) with the VM's output buffer, borrowed for the
-    /// short exit while its vCPU is entered.
-    pub fn short_uart(&mut self, vm: usize) -> Option<ShortUart<'_>> {
-        let at = self
-            .devices
+    /// Where the VM's console UART (its first PL011) is among its devices: found once per
+    /// entry of a vCPU for `uart_access`.
+    pub fn console_slot(&self) -> Option<usize> {
+        self.devices
             .iter()
-            .position(|d| matches!(d.model, Model::Uart(_)))?;
-        let device = self.devices.get_mut(at)?;
+            .position(|d| matches!(d.model, Model::Uart(_)))
+    }
+
+    /// An access by VM `vm`'s guest at `ipa` (`write` carries a store's value) to the UART
+    /// at `slot` (`console_slot`), done completely: the model's answer, what it transmitted
+    /// buffered for the console, and whether its interrupt line changed. `None` when `ipa`
+    /// is outside that UART's window or the model refuses the access (which changes nothing:
+    /// the general path then injects the abort). The short exit's device step: no scan.
+    #[inline]
+    pub fn uart_access(
+        &mut self,
+        slot: usize,
+        vm: usize,
+        ipa: u64,
+        size: AccessSize,
+        write: Option<u64>,
+    ) -> Option<UartAccess> {
+        let device = self.devices.get_mut(slot)?;
+        let offset = ipa.wrapping_sub(device.window.base);
         let Model::Uart(uart) = &mut device.model else {
             return None;
         };
-        Some(ShortUart {
-            window: device.window,
-            irq: device.irq,
-            uart,
-            output: &mut self.output,
-            vm,
-        })
-    }
-}
-
-/// A VM's console UART as the exit's short path reaches it: its window and interrupt, its
-/// model and the VM's output buffer, found once per entry of the vCPU.
-pub struct ShortUart<'a> {
-    window: Region,
-    irq: Option<u32>,
-    uart: &'a mut Pl011,
-    output: &'a mut Output,
-    vm: usize,
-}
-
-impl ShortUart<'_> {
-    /// An access at `ipa` (`write` carries a store's value), done completely: the model's
-    /// answer, what it transmitted buffered for the console, and whether its interrupt line
-    /// changed. `None` when `ipa` is outside the UART's window or the model refuses the
-    /// access (which changes nothing: the general path then injects the abort).
-    #[inline]
-    pub fn access(&mut self, ipa: u64, size: AccessSize, write: Option<u64>) -> Option<UartAccess> {
-        let offset = ipa.wrapping_sub(self.window.base);
-        if offset >= self.window.size {
+        if offset >= device.window.size {
             return None;
         }
-        let line = self.uart.irq_pending();
+        let line = uart.irq_pending();
         let value = match write {
-            Some(value) => self.uart.write(offset, size, value).map(|()| 0),
-            None => self.uart.read(offset, size),
+            Some(value) => uart.write(offset, size, value).map(|()| 0),
+            None => uart.read(offset, size),
         }
         .ok()?;
-        self.output.drain_one(self.uart, self.vm);
+        self.output.drain_one(uart, vm);
         Some(UartAccess {
             value,
-            irq_changed: self.uart.irq_pending() != line,
+            irq_changed: uart.irq_pending() != line,
             data: offset & !3 == pl011::reg::DR,
         })
-    }
-
-    /// The UART's interrupt and whether it is asserted, if it has one.
-    pub fn irq_line(&self) -> Option<(u32, bool)> {
-        self.irq.map(|irq| (irq, self.uart.irq_pending()))
     }
 }
