@@ -232,6 +232,7 @@ fn path(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
 }
 
 /// The path whose first word is `first`, as its words hold it.
+#[inline]
 fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
     let at = first as usize;
     PathStats {
