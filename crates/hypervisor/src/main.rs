@@ -28,6 +28,7 @@ mod scheduler;
 mod seed;
 mod system;
 mod trap;
+mod uart_exit;
 mod vcpu;
 mod vgic;
 mod vm;

@@ -22,7 +22,6 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
-use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
 use spin::Mutex;
 
 use partita_core::board::{Board, Region};
@@ -30,7 +29,7 @@ use partita_core::bundle::VmImages;
 use partita_core::config::{Access, EndAction, ResetAction, TimerMode, VmConfig};
 use partita_core::fdt::GuestFdt;
 use partita_core::hypercall::{ret, PowerState};
-use partita_core::trap::{device_access, fault_ipa, MmioAccess};
+use partita_core::trap::MmioAccess;
 use partita_core::vgic::Vgic;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
@@ -50,6 +49,7 @@ use crate::println;
 use crate::seed;
 use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
+use crate::uart_exit::{Done, UartExit};
 use crate::vcpu::{PhysicalTimer, Vcpu};
 use crate::vgic::{self, VirtualGic};
 
@@ -805,60 +805,37 @@ impl Vm {
         }
     }
 
-    /// Enters the loaded vCPU until an exit the scheduler must see: an access to one of
-    /// its UARTs (a console character, a flag poll) is finished here and the vCPU goes
-    /// straight back (`uart_fast_path`).
+    /// Enters the loaded vCPU until an exit the scheduler must see: an access to the VM's
+    /// console UART (a character, a flag poll) is finished by the world switch's short exit
+    /// and the vCPU goes straight back (`UartExit`). What the VM's UARTs transmitted and its
+    /// console has not had yet goes there when it returns.
     pub fn enter(&mut self) -> Exit {
-        {
+        let slot = {
             let mut hw = self.shared.hw.lock();
             update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
             self.vgic.before_entry(&mut hw.vgic);
-        }
-        counters::entering(self.shared.index);
-        loop {
-            let exit = self.vcpu.run();
-            counters::exited(self.shared.index);
-            if exit != Exit::Synchronous || !self.uart_fast_path() {
-                return exit;
+            hw.devices.console_slot()
+        };
+        let index = self.shared.index;
+        counters::entering(index);
+        let mut short = UartExit::new(index, slot);
+        let (shared, vgic, vcpu) = (&self.shared, &mut self.vgic, self.vcpu_index);
+        let exit = self.vcpu.run(&mut |regs, start| {
+            let mut hw = shared.hw.lock();
+            match short.handle(regs, start, &mut hw.devices) {
+                Done::No => false,
+                Done::Yes => true,
+                Done::LineChanged => {
+                    update_lines(shared, vgic, vcpu, &mut hw);
+                    vgic.before_entry(&mut hw.vgic);
+                    true
+                }
             }
-            counters::device_reentry(self.shared.index);
-        }
-    }
-
-    /// The common exit, short: a load or store the syndrome describes, to a UART of this
-    /// VM, that the model accepts. It does what the general path (`trap::handle`) would do
-    /// for it and skips what it can prove unneeded: no other device or the virtual GIC
-    /// claims a UART's window, and unless the UART's interrupt line changed, nothing the
-    /// scheduler or the virtual GIC decides depends on it. A physical interrupt that
-    /// arrived meanwhile is taken as soon as the guest runs again. False (nothing done)
-    /// for any other exit.
-    fn uart_fast_path(&mut self) -> bool {
-        let Some(access) = device_access(ESR_EL2.get()) else {
-            return false;
-        };
-        let ipa = fault_ipa(HPFAR_EL2.get(), FAR_EL2.get());
-        let mmio = access.access;
-        let store = access
-            .write
-            .then(|| self.vcpu.reg(mmio.register) & mmio.size.mask());
-        let mut guard = self.shared.hw.lock();
-        let hw = &mut *guard;
-        let Some(done) = hw
-            .devices
-            .uart_access(self.shared.index, ipa, mmio.size, store)
-        else {
-            return false;
-        };
-        if !access.write {
-            self.vcpu
-                .set_reg(mmio.register, mmio.load_value(done.value));
-        }
-        self.vcpu.regs.elr = self.vcpu.regs.elr.wrapping_add(access.instruction_len);
-        if done.irq_changed {
-            update_lines(&self.shared, &mut self.vgic, self.vcpu_index, hw);
-            self.vgic.before_entry(&mut hw.vgic);
-        }
-        true
+        });
+        short.finish();
+        counters::exited(index);
+        self.shared.hw.lock().devices.flush_output(index);
+        exit
     }
 
     /// Handles one exit of the loaded vCPU.
