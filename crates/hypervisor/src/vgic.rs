@@ -14,7 +14,7 @@
 
 use partita_core::board::{Board, Region};
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
-use partita_core::vgic::{SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS, REDISTRIBUTOR_STRIDE};
+use partita_core::vgic::{SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS};
 
 use crate::arch::aarch64::gic_hyp::{self, ICH_HCR_EN};
 
@@ -57,10 +57,11 @@ impl VirtualGic {
                 panic!("forwarded interrupt {intid}: {e:?}");
             }
         }
+        let [distributor, redistributor] = board.gic.guest_windows();
         VirtualGic {
             model,
-            distributor: board.gicd,
-            redistributor: Region::new(board.gicr.base, REDISTRIBUTOR_STRIDE),
+            distributor,
+            redistributor,
             list_registers: gic_hyp::list_register_count(),
             lrs: [0; MAX_LIST_REGISTERS],
             loaded: u16::MAX,

@@ -41,7 +41,7 @@ impl CpuScheduler {
                 if let Some(at) = self.loaded.and_then(|i| self.position_of_index(i)) {
                     self.vms[at].vgic.maintenance();
                 }
-            } else if intid == self.board.uart_irq {
+            } else if intid == self.board.uart.irq {
                 input::receive(self.cpu);
                 input = true;
             } else if intid == input::KICK_SGI {
@@ -116,7 +116,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
     gic::enable(board, input::KICK_SGI);
     gic::enable(board, ivc::DOORBELL_SGI);
     if cpu == 0 {
-        gic::enable(board, board.uart_irq);
+        gic::enable(board, board.uart.irq);
     }
 }
 
@@ -125,7 +125,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
 pub fn handle_idle(board: &Board, cpu: u8) {
     while let Some(intid) = gic::acknowledge() {
         gic::end_of_interrupt(intid);
-        if intid == board.uart_irq {
+        if intid == board.uart.irq {
             input::receive(cpu);
         }
         gic::deactivate(intid);
