@@ -112,6 +112,7 @@ impl Machine {
         cmd.args(["-M", self.board.qemu.machine])
             .args(["-cpu", self.cpu.qemu_name()])
             .args(["-m", self.board.qemu.memory])
+            .args(self.board.qemu.extra)
             .args(["-smp", &self.cpus.to_string()])
             .args(["-nic", "none"]);
         cmd

@@ -9,14 +9,17 @@
 //! interrupt when interrupts wait for room. A maintenance interrupt disables the virtual CPU
 //! interface until that refill (it would otherwise stay asserted at EL2). The guest's
 //! distributor and redistributor accesses trap (their windows are not in stage 2) and are
-//! emulated by the model. The VM is uniprocessor: vCPU 0 only. This module must never touch
-//! the physical distributor.
+//! emulated by the model. On a GICv2 board the distributor window is the model's GICv2
+//! front-end and the CPU interface window is the hardware's virtual CPU interface, mapped
+//! into stage 2 (`map_cpu_interface`), so only distributor accesses trap. The VM is
+//! uniprocessor: vCPU 0 only. This module must never touch the physical distributor.
 
-use partita_core::board::{Board, Region};
+use partita_core::board::{Board, Gic, Region};
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
 use partita_core::vgic::{SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS};
 
 use crate::arch::aarch64::gic_hyp::{self, ICH_HCR_EN};
+use crate::arch::aarch64::stage2::Stage2Map;
 
 /// The VM's only vCPU.
 const VCPU: usize = 0;
@@ -28,6 +31,8 @@ enum Window {
 
 pub struct VirtualGic {
     model: Vgic,
+    /// The guest sees a GICv2 (the board has one).
+    v2: bool,
     distributor: Region,
     redistributor: Region,
     list_registers: usize,
@@ -60,12 +65,23 @@ impl VirtualGic {
         let [distributor, redistributor] = board.gic.guest_windows();
         VirtualGic {
             model,
+            v2: matches!(board.gic, Gic::V2(_)),
             distributor,
             redistributor,
             list_registers: gic_hyp::list_register_count(),
             lrs: [0; MAX_LIST_REGISTERS],
             loaded: u16::MAX,
             stale: true,
+        }
+    }
+
+    /// Maps a GICv2 board's virtual CPU interface where the guest finds its CPU interface
+    /// (nothing to map for a GICv3, whose CPU interface is system registers).
+    pub fn map_cpu_interface(board: &Board, stage2: &mut Stage2Map) {
+        if let Gic::V2(gic) = &board.gic {
+            if let Err(e) = stage2.map_device(gic.gicc.base, gic.gicv.base, gic.gicc.size) {
+                panic!("stage-2 map of the virtual CPU interface failed: {e:?}");
+            }
         }
     }
 
@@ -89,6 +105,9 @@ impl VirtualGic {
     pub fn read(&mut self, ipa: u64, size: AccessSize) -> Result<u64, AccessFault> {
         self.sync();
         match self.window(ipa).ok_or(AccessFault)? {
+            (Window::Distributor, offset) if self.v2 => {
+                self.model.distributor_v2(VCPU).read(offset, size)
+            }
             (Window::Distributor, offset) => self.model.distributor().read(offset, size),
             (Window::Redistributor, offset) => self.model.redistributors().read(offset, size),
         }
@@ -97,6 +116,9 @@ impl VirtualGic {
     pub fn write(&mut self, ipa: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
         self.sync();
         match self.window(ipa).ok_or(AccessFault)? {
+            (Window::Distributor, offset) if self.v2 => {
+                self.model.distributor_v2(VCPU).write(offset, size, value)
+            }
             (Window::Distributor, offset) => self.model.distributor().write(offset, size, value),
             (Window::Redistributor, offset) => {
                 self.model.redistributors().write(offset, size, value)

@@ -161,6 +161,8 @@ pub struct QemuMachine {
     pub machine: &'static str,
     /// `-m` argument: the RAM `Board::ram` describes.
     pub memory: &'static str,
+    /// Further arguments the machine needs.
+    pub extra: &'static [&'static str],
 }
 
 /// Everything Partita needs to know about a board.

@@ -9,6 +9,7 @@ pub static QEMU_VIRT: Board = Board {
     qemu: QemuMachine {
         machine: "virt,virtualization=on,gic-version=3",
         memory: "4G",
+        extra: &[],
     },
     ram: &[Region::new(0x4000_0000, 0x1_0000_0000)],
     devices: &[Region::new(0x0800_0000, 0x3800_0000)],

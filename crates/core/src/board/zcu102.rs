@@ -1,6 +1,8 @@
 //! QEMU 7.2's `xlnx-zcu102` (Zynq UltraScale+ MPSoC ZCU102) as the host tool starts it:
-//! `-M xlnx-zcu102,virtualization=on -m 4G`. Four Cortex-A53 in one cluster, DDR in two banks
-//! (2 GiB at 0 and 2 GiB at 32 GiB), a GIC-400 (GICv2 with the virtualization extensions),
+//! `-M xlnx-zcu102,virtualization=on -m 3G` (QEMU refuses 4 GiB or more without a `-dtb`,
+//! which this machine does not generate), its DisplayPort audio on the `none` backend. Four
+//! Cortex-A53 in one cluster, DDR in two banks (2 GiB at 0, the third GiB at 32 GiB), a
+//! GIC-400 (GICv2 with the virtualization extensions),
 //! the Cadence UART 0 as console. Addresses as `info mtree` shows them: the GIC-400 frames
 //! repeat every 4 KiB inside 64 KiB, and the last 4 KiB alias of GICC (and of GICV) is
 //! followed by its second page, so 0xf902f000 and 0xf906f000 hold whole 8 KiB interfaces.
@@ -12,11 +14,12 @@ pub static ZCU102: Board = Board {
     name: "zcu102",
     qemu: QemuMachine {
         machine: "xlnx-zcu102,virtualization=on",
-        memory: "4G",
+        memory: "3G",
+        extra: &["-audiodev", "none,id=audio0"],
     },
     ram: &[
         Region::new(0, 0x8000_0000),
-        Region::new(0x8_0000_0000, 0x8000_0000),
+        Region::new(0x8_0000_0000, 0x4000_0000),
     ],
     devices: &[Region::new(0xf900_0000, 0x0700_0000)],
     hypervisor: Region::new(0, 0x2000_0000),

@@ -6,6 +6,7 @@ pub mod entry;
 pub mod fp;
 pub mod gic;
 pub mod gic_hyp;
+pub mod gic_hyp_v2;
 pub mod gic_v2;
 pub mod gic_v3;
 pub mod mmu;
