@@ -136,11 +136,14 @@ impl Gic {
         }
     }
 
-    /// The GIC windows a uniprocessor guest sees at the same addresses: the distributor, and
-    /// the first redistributor (GICv3) or the CPU interface (GICv2).
-    pub const fn guest_windows(&self) -> [Region; 2] {
+    /// The GIC windows a guest with `vcpus` vCPUs sees at the same addresses: the
+    /// distributor, and one redistributor per vCPU (GICv3) or the CPU interface (GICv2).
+    pub const fn guest_windows(&self, vcpus: usize) -> [Region; 2] {
         match self {
-            Gic::V3(v3) => [v3.gicd, Region::new(v3.gicr.base, v3.gicr_stride)],
+            Gic::V3(v3) => [
+                v3.gicd,
+                Region::new(v3.gicr.base, v3.gicr_stride * vcpus as u64),
+            ],
             Gic::V2(v2) => [v2.gicd, v2.gicc],
         }
     }

@@ -289,7 +289,12 @@ fn window(
     if let Some(k) = vm.devices.iter().position(|d| d.window().overlaps(&w)) {
         return Err(clash(format!("vm[{i}].device[{k}]")));
     }
-    if board.gic.guest_windows().iter().any(|g| g.overlaps(&w)) {
+    if board
+        .gic
+        .guest_windows(vm.cpus.len().max(1))
+        .iter()
+        .any(|g| g.overlaps(&w))
+    {
         return Err(clash(String::from("the virtual GIC")));
     }
     if let Some(other) = cfg
