@@ -45,7 +45,10 @@ fn check_layout(config: &SystemConfig) {
     }
     for channel in &config.channels {
         let phys = channel.physical().expect("a validated channel is planned");
-        assert!(board.ram_bank_of(&phys).is_some(), "channel {phys:?} outside RAM");
+        assert!(
+            board.ram_bank_of(&phys).is_some(),
+            "channel {phys:?} outside RAM"
+        );
         assert!(!phys.overlaps(&board.hypervisor), "channel over Partita");
         assert!(
             !placed.iter().any(|p| p.overlaps(&phys)),

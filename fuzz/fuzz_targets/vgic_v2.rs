@@ -106,13 +106,19 @@ impl Machine {
             assert!(!seen.contains(&lr.vintid), "INTID {} twice", lr.vintid);
             seen.push(lr.vintid);
             let irq = self.vgic.irq(vcpu, lr.vintid).expect("implemented INTID");
-            assert!(irq.active || irq.pending(), "LR for idle INTID {}", lr.vintid);
+            assert!(
+                irq.active || irq.pending(),
+                "LR for idle INTID {}",
+                lr.vintid
+            );
         }
         for (slot, &state) in gich.iter_mut().zip(&states) {
             *slot = (*slot & !(3 << 28)) | (u32::from(state & 3) << 28);
         }
         let back: Vec<u64> = gich.iter().map(|&lr| from_v2(lr)).collect();
-        self.vgic.sync(vcpu, &back).expect("sync of an existing vCPU");
+        self.vgic
+            .sync(vcpu, &back)
+            .expect("sync of an existing vCPU");
         self.vgic.has_deliverable(vcpu);
         self.lrs[vcpu] = gich;
     }

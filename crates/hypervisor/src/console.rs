@@ -27,7 +27,6 @@ use partita_core::console::{Terminal, View, VmOutput, MAX_LINE};
 use spin::{Mutex, Once};
 
 use crate::arch::aarch64::{gic, semihosting};
-use crate::board::BOARD;
 use crate::uart::Uart;
 
 /// The physical UART and where its cursor is.
@@ -89,7 +88,7 @@ impl Write for Console {
 }
 
 static CONSOLE: Mutex<Console> = Mutex::new(Console {
-    uart: Uart::new(&BOARD.uart),
+    uart: Uart,
     at_line_start: true,
 });
 

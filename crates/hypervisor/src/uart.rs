@@ -4,7 +4,13 @@
 //! that the Cadence UART's transmitter and receiver are enabled here. Only `console.rs`
 //! calls this, under its lock.
 
-use partita_core::board::{Uart as UartDescription, UartKind};
+use partita_core::board::UartKind;
+
+use crate::board::BOARD;
+
+/// The board's console UART, as constants so its kind is chosen at build time.
+const KIND: UartKind = BOARD.uart.kind;
+const BASE: usize = BOARD.uart.region.base as usize;
 
 /// PL011 registers used (offsets): data, flags, interrupt mask.
 const PL011_DR: usize = 0x00;
@@ -33,42 +39,32 @@ const CDNS_SR_TXFULL: u32 = 1 << 4;
 /// Interrupt bits: receive FIFO trigger, receive timeout.
 const CDNS_IXR_RX: u32 = (1 << 0) | (1 << 8);
 
-/// One physical UART.
-pub struct Uart {
-    kind: UartKind,
-    base: usize,
-}
+/// The board's console UART.
+pub struct Uart;
 
 impl Uart {
-    pub const fn new(description: &UartDescription) -> Self {
-        Uart {
-            kind: description.kind,
-            base: description.region.base as usize,
-        }
-    }
-
     fn read(&self, offset: usize) -> u32 {
         // SAFETY: `offset` is one of the registers above, inside the board's UART window,
         // which `mmu` maps as Device memory; 32-bit aligned volatile accesses are what both
         // UARTs expect, and the console lock serialises them.
-        unsafe { ((self.base + offset) as *const u32).read_volatile() }
+        unsafe { ((BASE + offset) as *const u32).read_volatile() }
     }
 
     fn write(&self, offset: usize, value: u32) {
         // SAFETY: as in `read`.
-        unsafe { ((self.base + offset) as *mut u32).write_volatile(value) }
+        unsafe { ((BASE + offset) as *mut u32).write_volatile(value) }
     }
 
     /// Enables what the firmware may have left off (the Cadence transmitter and receiver).
     pub fn init(&self) {
-        if self.kind == UartKind::Cadence {
+        if KIND == UartKind::Cadence {
             self.write(CDNS_CR, CDNS_CR_RX_EN | CDNS_CR_TX_EN | CDNS_CR_STOPBRK);
         }
     }
 
     /// Sends one byte, waiting while the transmit FIFO is full.
     pub fn put(&self, byte: u8) {
-        let (status, full, data) = match self.kind {
+        let (status, full, data) = match KIND {
             UartKind::Pl011 => (PL011_FR, PL011_FR_TXFF, PL011_DR),
             UartKind::Cadence => (CDNS_SR, CDNS_SR_TXFULL, CDNS_FIFO),
         };
@@ -78,14 +74,14 @@ impl Uart {
 
     /// One received byte, if any.
     pub fn get(&self) -> Option<u8> {
-        let (status, empty, data) = match self.kind {
+        let (status, empty, data) = match KIND {
             UartKind::Pl011 => (PL011_FR, PL011_FR_RXFE, PL011_DR),
             UartKind::Cadence => (CDNS_SR, CDNS_SR_RXEMPTY, CDNS_FIFO),
         };
         if self.read(status) & empty != 0 {
             // The Cadence UART's interrupt status is sticky: clear it once the FIFO is
             // drained (a byte arriving meanwhile sets it again).
-            if self.kind == UartKind::Cadence {
+            if KIND == UartKind::Cadence {
                 self.write(CDNS_ISR, CDNS_IXR_RX);
             }
             return None;
@@ -95,7 +91,7 @@ impl Uart {
 
     /// Makes the UART raise its interrupt when a character arrives.
     pub fn enable_receive_interrupt(&self) {
-        match self.kind {
+        match KIND {
             UartKind::Pl011 => {
                 let imsc = self.read(PL011_IMSC);
                 self.write(PL011_IMSC, imsc | PL011_IMSC_RX);

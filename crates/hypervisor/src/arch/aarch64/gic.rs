@@ -13,6 +13,10 @@ use partita_core::board::{Board, Gic};
 use super::{gic_v2, gic_v3};
 use crate::board::BOARD;
 
+/// The board's GIC, as a constant so the hot paths (acknowledge, end of interrupt, ...)
+/// choose their version at build time.
+const GIC: Gic = BOARD.gic;
+
 /// SGIs and PPIs: INTIDs 0 to 31, banked per CPU.
 pub const PRIVATE_IRQS: u32 = 32;
 
@@ -85,7 +89,7 @@ pub fn set_active_ppi(board: &Board, intid: u32) {
 
 /// Whether an interrupt is pending for this CPU, without acknowledging it.
 pub fn pending() -> bool {
-    match &BOARD.gic {
+    match &GIC {
         Gic::V3(_) => gic_v3::pending(),
         Gic::V2(gic) => gic_v2::pending(gic),
     }
@@ -93,7 +97,7 @@ pub fn pending() -> bool {
 
 /// Acknowledges the highest-priority pending interrupt, if any.
 pub fn acknowledge() -> Option<u32> {
-    match &BOARD.gic {
+    match &GIC {
         Gic::V3(_) => gic_v3::acknowledge(),
         Gic::V2(gic) => gic_v2::acknowledge(gic),
     }
@@ -101,7 +105,7 @@ pub fn acknowledge() -> Option<u32> {
 
 /// Drops the running priority of `intid`; it stays active.
 pub fn end_of_interrupt(intid: u32) {
-    match &BOARD.gic {
+    match &GIC {
         Gic::V3(_) => gic_v3::end_of_interrupt(intid),
         Gic::V2(gic) => gic_v2::end_of_interrupt(gic, intid),
     }
@@ -109,7 +113,7 @@ pub fn end_of_interrupt(intid: u32) {
 
 /// Deactivates `intid`.
 pub fn deactivate(intid: u32) {
-    match &BOARD.gic {
+    match &GIC {
         Gic::V3(_) => gic_v3::deactivate(intid),
         Gic::V2(gic) => gic_v2::deactivate(gic, intid),
     }
@@ -117,7 +121,7 @@ pub fn deactivate(intid: u32) {
 
 /// Sends SGI `sgi` to physical CPU `cpu` (its index in the board description).
 pub fn send_sgi(sgi: u8, cpu: u8) {
-    match &BOARD.gic {
+    match &GIC {
         Gic::V3(_) => gic_v3::send_sgi(sgi, BOARD.cpus[usize::from(cpu)]),
         Gic::V2(gic) => gic_v2::send_sgi(gic, sgi, usize::from(cpu)),
     }

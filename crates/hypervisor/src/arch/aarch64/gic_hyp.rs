@@ -15,6 +15,9 @@ use super::gic_hyp_v2;
 use super::sysreg::{read_sysreg, write_sysreg};
 use crate::board::BOARD;
 
+/// The board's GIC, as a constant so the version is chosen at build time.
+const GIC: Gic = BOARD.gic;
+
 /// ICH_HCR_EL2.En: the virtual CPU interface signals virtual interrupts.
 pub const ICH_HCR_EN: u64 = 1;
 
@@ -45,7 +48,7 @@ macro_rules! for_lr {
 
 /// Number of list registers this CPU implements (ICH_VTR_EL2.ListRegs + 1).
 pub fn list_register_count() -> usize {
-    let count = match &BOARD.gic {
+    let count = match &GIC {
         Gic::V3(_) => (read_sysreg!("s3_4_c12_c11_1") & 0x1f) as usize + 1,
         Gic::V2(gic) => gic_hyp_v2::list_register_count(gic),
     };
@@ -54,7 +57,7 @@ pub fn list_register_count() -> usize {
 
 /// Reads ICH_LR<n>_EL2 (`n` below 16).
 pub fn read_list_register(n: usize) -> u64 {
-    if let Gic::V2(gic) = &BOARD.gic {
+    if let Gic::V2(gic) = &GIC {
         return from_v2(gic_hyp_v2::read_list_register(gic, n));
     }
     macro_rules! read {
@@ -67,7 +70,7 @@ pub fn read_list_register(n: usize) -> u64 {
 
 /// Writes `value` to ICH_LR<n>_EL2 (`n` below 16).
 pub fn write_list_register(n: usize, value: u64) {
-    if let Gic::V2(gic) = &BOARD.gic {
+    if let Gic::V2(gic) = &GIC {
         return gic_hyp_v2::write_list_register(gic, n, to_v2(value));
     }
     macro_rules! write {
@@ -80,7 +83,7 @@ pub fn write_list_register(n: usize, value: u64) {
 
 /// Writes ICH_HCR_EL2 (En and the maintenance-interrupt enables).
 pub fn set_hcr(value: u64) {
-    match &BOARD.gic {
+    match &GIC {
         Gic::V3(_) => write_sysreg!("s3_4_c12_c11_0", value),
         Gic::V2(gic) => gic_hyp_v2::set_hcr(gic, value as u32),
     }
@@ -99,7 +102,7 @@ pub struct VirtualCpuInterface {
 impl VirtualCpuInterface {
     /// Copies the live registers into `self`.
     pub fn save(&mut self) {
-        if let Gic::V2(gic) = &BOARD.gic {
+        if let Gic::V2(gic) = &GIC {
             self.vmcr = u64::from(gic_hyp_v2::vmcr(gic));
             self.ap0r0 = u64::from(gic_hyp_v2::apr(gic));
             return;
@@ -111,7 +114,7 @@ impl VirtualCpuInterface {
 
     /// Loads `self` into the CPU.
     pub fn restore(&self) {
-        if let Gic::V2(gic) = &BOARD.gic {
+        if let Gic::V2(gic) = &GIC {
             gic_hyp_v2::set_vmcr(gic, self.vmcr as u32);
             gic_hyp_v2::set_apr(gic, self.ap0r0 as u32);
             return;
