@@ -487,7 +487,7 @@ mod tests {
     #[test]
     fn shape_mistakes_name_the_key() {
         let cases = [
-            ("platform = \"qemu-virt\"", "platform = \"rpi4\"", "board.platform: unknown platform \"rpi4\"; known platforms: qemu-virt"),
+            ("platform = \"qemu-virt\"", "platform = \"rpi4\"", "board.platform: unknown platform \"rpi4\"; known platforms: qemu-virt, zcu102"),
             ("kind = \"rtos\"", "kind = \"linux\"", "vm[0].kind: unknown kind \"linux\"; expected \"rtos\" or \"gpos\""),
             ("type = \"testdev\"", "type = \"virtio\"", "vm[0].device[1].type: unknown device type \"virtio\"; known types: pl011, testdev"),
             ("irq = 33", "", "vm[0].device[0].irq: missing required key"),

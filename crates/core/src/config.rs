@@ -379,14 +379,14 @@ fn range(r: &Region) -> String {
 /// Checks every rule that concerns the configuration alone. Call after `plan_memory`.
 pub fn validate(cfg: &SystemConfig) -> Result<(), ConfigError> {
     let board = cfg.board.platform.board();
-    if cfg.board.cpus == 0 || cfg.board.cpus > board.max_cpus {
+    if cfg.board.cpus == 0 || cfg.board.cpus > board.max_cpus() {
         return Err(ConfigError::new(
             "board.cpus",
             format!(
                 "{} physical CPUs requested, but {} has 1 to {}",
                 cfg.board.cpus,
                 board.platform.name(),
-                board.max_cpus
+                board.max_cpus()
             ),
         ));
     }
@@ -553,13 +553,14 @@ pub(crate) fn check_physical(
             format!("{:#x} is not aligned to 4 KiB", phys.base),
         ));
     }
-    if !board.ram.contains(phys) {
+    if board.ram_bank_of(phys).is_none() {
         return Err(ConfigError::new(
             key(),
             format!(
-                "physical range {} is outside RAM ({})",
+                "physical range {} is outside the RAM banks of {} ({})",
                 range(phys),
-                range(&board.ram)
+                board.name,
+                board.ram_ranges()
             ),
         ));
     }
@@ -609,7 +610,9 @@ fn validate_devices(board: &Board, vm: &VmConfig, i: usize) -> Result<(), Config
         }
         // The virtual GIC answers its windows first; a device there would never be reached
         // by the general exit path, yet the UART fast path would take it.
-        if let Some(gic) = [board.gicd, board.gicr]
+        if let Some(gic) = board
+            .gic
+            .guest_windows(vm.cpus.len().max(1))
             .into_iter()
             .find(|g| g.overlaps(&w))
         {
@@ -797,7 +800,7 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
                     format!(
                         "no free physical memory for {:#x} bytes (RAM is {}, Partita keeps {})",
                         m.size,
-                        range(&board.ram),
+                        board.ram_ranges(),
                         range(&board.hypervisor)
                     ),
                 )
@@ -806,7 +809,7 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
             taken.push(Region::new(phys, m.size));
         }
     }
-    channel::plan(&mut cfg.channels, board.ram, &mut taken)
+    channel::plan(&mut cfg.channels, board, &mut taken)
 }
 
 /// The largest stage-2 block size (4 KiB, 2 MiB, 1 GiB) both `base` and `size` allow.
@@ -817,7 +820,13 @@ fn block_alignment(base: u64, size: u64) -> u64 {
         .unwrap_or(PAGE_SIZE)
 }
 
-fn first_fit(ram: Region, taken: &[Region], size: u64, align: u64) -> Option<u64> {
+/// The lowest `align`-aligned address of `size` free bytes in one of the `ram` banks.
+pub(crate) fn first_fit(ram: &[Region], taken: &[Region], size: u64, align: u64) -> Option<u64> {
+    ram.iter()
+        .find_map(|bank| first_fit_in(*bank, taken, size, align))
+}
+
+fn first_fit_in(ram: Region, taken: &[Region], size: u64, align: u64) -> Option<u64> {
     let ram_end = ram.end()?;
     let mut candidate = ram.base.next_multiple_of(align);
     loop {

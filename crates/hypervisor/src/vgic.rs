@@ -16,13 +16,16 @@
 //! routed there, a distributor write) is left in the model, and the caller kicks that vCPU
 //! (`Vgic::take_touched` says which); its own CPU folds and reloads its list registers. A
 //! CPU only ever reads and writes its own list registers. This module must never touch the
-//! physical distributor.
+//! physical distributor. On a GICv2 board the guest's distributor accesses go to the model's
+//! GICv2 front-end and its CPU interface is the hardware's virtual one, mapped into stage 2,
+//! so it never traps.
 
-use partita_core::board::{Board, Region};
+use partita_core::board::{Board, Gic, Region};
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
 use partita_core::vgic::{SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS, REDISTRIBUTOR_STRIDE};
 
 use crate::arch::aarch64::gic_hyp::{self, ICH_HCR_EN};
+use crate::arch::aarch64::stage2::Stage2Map;
 
 enum Window {
     Distributor,
@@ -53,6 +56,9 @@ pub fn model(board: &Board, vcpus: usize, forwarded: &[u32]) -> Vgic {
 /// One vCPU's view of its VM's virtual GIC, and this CPU's list registers while it runs.
 pub struct VirtualGic {
     vcpu: usize,
+    /// The guest sees a GICv2 (the board has one): its distributor window is the model's
+    /// GICv2 front-end, its CPU interface the hardware's virtual one (`map_cpu_interface`).
+    v2: bool,
     distributor: Region,
     redistributors: Region,
     list_registers: usize,
@@ -77,13 +83,27 @@ impl VirtualGic {
     pub fn new(board: &Board, vcpu: usize, vcpus: usize) -> Self {
         VirtualGic {
             vcpu,
-            distributor: board.gicd,
-            redistributors: Region::new(board.gicr.base, REDISTRIBUTOR_STRIDE * vcpus as u64),
+            v2: matches!(board.gic, Gic::V2(_)),
+            distributor: board.gic.distributor(),
+            redistributors: match &board.gic {
+                Gic::V3(gic) => Region::new(gic.gicr.base, REDISTRIBUTOR_STRIDE * vcpus as u64),
+                Gic::V2(_) => Region::new(0, 0),
+            },
             list_registers: gic_hyp::list_register_count(),
             lrs: [0; MAX_LIST_REGISTERS],
             loaded: u16::MAX,
             stale: true,
             parked: false,
+        }
+    }
+
+    /// Maps a GICv2 board's virtual CPU interface where the guest finds its CPU interface
+    /// (nothing to map for a GICv3, whose CPU interface is system registers).
+    pub fn map_cpu_interface(board: &Board, stage2: &mut Stage2Map) {
+        if let Gic::V2(gic) = &board.gic {
+            if let Err(e) = stage2.map_device(gic.gicc.base, gic.gicv.base, gic.gicc.size) {
+                panic!("stage-2 map of the virtual CPU interface failed: {e:?}");
+            }
         }
     }
 
@@ -112,6 +132,9 @@ impl VirtualGic {
     ) -> Result<u64, AccessFault> {
         self.sync(model);
         match self.window(ipa).ok_or(AccessFault)? {
+            (Window::Distributor, offset) if self.v2 => {
+                model.distributor_v2(self.vcpu).read(offset, size)
+            }
             (Window::Distributor, offset) => model.distributor().read(offset, size),
             (Window::Redistributor, offset) => model.redistributors().read(offset, size),
         }
@@ -126,6 +149,9 @@ impl VirtualGic {
     ) -> Result<(), AccessFault> {
         self.sync(model);
         match self.window(ipa).ok_or(AccessFault)? {
+            (Window::Distributor, offset) if self.v2 => {
+                model.distributor_v2(self.vcpu).write(offset, size, value)
+            }
             (Window::Distributor, offset) => model.distributor().write(offset, size, value),
             (Window::Redistributor, offset) => model.redistributors().write(offset, size, value),
         }

@@ -305,6 +305,7 @@ impl Vm {
             }
         }
         let board = system.bundle.config.board.platform.board();
+        VirtualGic::map_cpu_interface(board, &mut stage2);
         let mut forwarded = config.irqs.clone();
         if config.timer == TimerMode::Physical {
             forwarded.push(board.timer_phys_irq);

@@ -141,7 +141,7 @@ fn irqs(cfg: &SystemConfig, board: &Board, i: usize, vm: &VmConfig) -> Result<()
                 ),
             ));
         }
-        if irq == board.uart_irq {
+        if irq == board.uart.irq {
             return Err(ConfigError::new(
                 key,
                 format!("{irq} is the physical console's interrupt, which Partita keeps"),

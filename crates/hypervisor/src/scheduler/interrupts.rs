@@ -44,7 +44,7 @@ impl CpuScheduler {
                 if let Some(at) = self.loaded_position() {
                     self.vms[at].maintenance();
                 }
-            } else if intid == self.board.uart_irq {
+            } else if intid == self.board.uart.irq {
                 input::receive(self.cpu);
                 input = true;
             } else if intid == input::KICK_SGI {
@@ -167,7 +167,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
     gic::enable(board, ivc::DOORBELL_SGI);
     gic::enable(board, VCPU_KICK_SGI);
     if cpu == 0 {
-        gic::enable(board, board.uart_irq);
+        gic::enable(board, board.uart.irq);
     }
 }
 
@@ -176,7 +176,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
 pub fn handle_idle(board: &Board, cpu: u8) {
     while let Some(intid) = gic::acknowledge() {
         gic::end_of_interrupt(intid);
-        if intid == board.uart_irq {
+        if intid == board.uart.irq {
             input::receive(cpu);
         }
         gic::deactivate(intid);

@@ -51,6 +51,13 @@ const GUEST_RAM: Stage2Attributes = Stage2Attributes::VALID
 /// read-only as the configuration gives the VM (a write to a read-only channel is a
 /// stage-2 permission fault, reflected as a data abort).
 const CHANNEL_RW: Stage2Attributes = GUEST_RAM.union(Stage2Attributes::XN);
+/// A device frame passed to the guest (the GICv2 virtual CPU interface): Device-nGnRE,
+/// read-write, never executable.
+const DEVICE: Stage2Attributes = Stage2Attributes::VALID
+    .union(Stage2Attributes::MEMATTR_DEVICE_nGnRE)
+    .union(Stage2Attributes::S2AP_ACCESS_RW)
+    .union(Stage2Attributes::ACCESS_FLAG)
+    .union(Stage2Attributes::XN);
 const CHANNEL_RO: Stage2Attributes = GUEST_RAM
     .difference(Stage2Attributes::S2AP_ACCESS_RW)
     .union(Stage2Attributes::S2AP_ACCESS_RO)
@@ -101,6 +108,17 @@ impl Stage2Map {
             PhysicalAddress(phys as usize),
             attributes,
             Constraints::empty(),
+        )
+    }
+
+    /// Maps the `size` bytes of a device frame at `ipa` to `phys` with pages.
+    pub fn map_device(&mut self, ipa: u64, phys: u64, size: u64) -> Result<(), MapError> {
+        let range = MemoryRegion::new(ipa as usize, (ipa + size) as usize);
+        self.mapping.map_range(
+            &range,
+            PhysicalAddress(phys as usize),
+            DEVICE,
+            Constraints::NO_BLOCK_MAPPINGS,
         )
     }
 
