@@ -353,7 +353,7 @@ const IVC_DEMO: &[Expect] = &[
     Expect::NoLine(FREERTOS_FAULT),
 ];
 
-pub const SCENARIOS: [Scenario; 36] = [
+pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "probe-cortex-a72",
         boot: Boot::Partita("configs/probe.toml"),
