@@ -111,7 +111,7 @@ fn wait_for(want: i64) -> Outcome {
 
 fn foreign_mpidrs(_: &Platform) -> Outcome {
     for target in FOREIGN {
-        let entry = probe_secondary as usize as u64;
+        let entry = probe_secondary as *const () as u64;
         let got = status(PSCI_CPU_ON_64, [target, entry, 0]);
         expect(format_args!("CPU_ON({target:#x})"), got, INVALID_PARAMETERS)?;
         let got = affinity_info(target, 0);
@@ -214,7 +214,7 @@ fn spi_routed_nowhere(_: &Platform) -> Outcome {
 }
 
 fn second_vcpu_life(_: &Platform) -> Outcome {
-    let entry = probe_secondary as usize as u64;
+    let entry = probe_secondary as *const () as u64;
     for round in 0..2 {
         let got = status(PSCI_CPU_ON_64, [VCPU1, entry, round]);
         expect(format_args!("CPU_ON(1), round {round}"), got, 0)?;
