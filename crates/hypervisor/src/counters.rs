@@ -104,7 +104,8 @@ struct CpuWords {
 const BOOT: u64 = u64::MAX;
 /// Owner after idle: the wake-up is charged to the VM that enters next.
 const WOKE: u64 = u64::MAX - 1;
-const NO_PATH: u64 = 4;
+/// No `ExitKind`: the next entry ends no measured path.
+const NO_PATH: u64 = u64::MAX;
 
 static CPUS: [CpuWords; MAX_CPUS] = [const {
     CpuWords {
