@@ -404,7 +404,7 @@ impl Vm {
             vcpu_index: vcpu,
             physical_timer,
             timer_ppi_active: false,
-            vcpu: Vcpu::new(vcpu, 0, 0, physical_timer),
+            vcpu: Vcpu::new(vcpu, vcpus, 0, 0, physical_timer),
             vgic: VirtualGic::new(board, vcpu, vcpus),
             acknowledged: None,
             builder: None,
@@ -498,7 +498,7 @@ impl Vm {
         shared.stage2.forget_translations();
         let load = shared.config.load_address().unwrap_or(0);
         let dtb = shared.config.dtb_address().unwrap_or(0);
-        self.vcpu = Vcpu::new(0, load, dtb, self.physical_timer);
+        self.vcpu = Vcpu::new(0, shared.vcpus.len(), load, dtb, self.physical_timer);
         for vcpu in 1..shared.vcpus.len() {
             shared.set_power(vcpu, OFF);
         }
@@ -609,7 +609,8 @@ impl Vm {
         }
         let entry = control.entry.load(Ordering::Relaxed);
         let context = control.context.load(Ordering::Relaxed);
-        self.vcpu = Vcpu::new(self.vcpu_index, entry, context, self.physical_timer);
+        let vcpus = self.shared.vcpus.len();
+        self.vcpu = Vcpu::new(self.vcpu_index, vcpus, entry, context, self.physical_timer);
         control.power.store(ON, Ordering::Release);
         true
     }
