@@ -226,5 +226,4 @@ mod tests {
         }
         assert_eq!(Signal::from_word(0), None);
     }
-
 }

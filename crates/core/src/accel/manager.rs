@@ -174,6 +174,11 @@ impl Manager {
             .is_some_and(|i| self.interfaces[i].suspended)
     }
 
+    /// The request region `prr` is being handed over to (Preempt, Switch, Reconfig).
+    pub fn next_of(&self, prr: PrrId) -> Option<Request> {
+        self.next.get(usize::from(prr)).copied().flatten()
+    }
+
     /// The queued requests, in the order they will be considered.
     pub fn search_list(&self) -> &[Request] {
         &self.search
