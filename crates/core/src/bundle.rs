@@ -186,6 +186,7 @@ mod tests {
                 })
                 .collect(),
             channels: vec![],
+            fabric: None,
             console: ConsoleConfig::default(),
         }
     }

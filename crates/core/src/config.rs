@@ -16,11 +16,16 @@ use crate::board::{Board, Platform, Region};
 use crate::boot::KernelHeader;
 
 mod channel;
+mod fabric;
 mod placement;
 
 pub use channel::{
     Access, ChannelConfig, ChannelMember, VmChannel, DEFAULT_RING_INTERVAL_US, MAX_CHANNELS,
     MAX_MEMBERS, MAX_RING_INTERVAL_US, MIN_RING_INTERVAL_US,
+};
+pub use fabric::{
+    AcceleratorConfig, BitstreamConfig, FabricConfig, RegionConfig, DEFAULT_HOLD_US,
+    DEFAULT_RECONFIG_BYTES_PER_US, MAX_HOLD_US,
 };
 pub use placement::{MAX_SLICE_US, MIN_SLICE_US};
 
@@ -45,6 +50,8 @@ pub struct SystemConfig {
     pub console: ConsoleConfig,
     /// Memory shared between named VMs, with their doorbells.
     pub channels: Vec<ChannelConfig>,
+    /// The reconfigurable fabric and its accelerators (`docs/accelerators.md`).
+    pub fabric: Option<FabricConfig>,
 }
 
 /// How the physical console starts (`crate::console`), and where the host keeps each VM's
@@ -399,6 +406,7 @@ pub fn validate(cfg: &SystemConfig) -> Result<(), ConfigError> {
     validate_across_vms(cfg)?;
     placement::validate(cfg, board)?;
     channel::validate(cfg, board)?;
+    fabric::validate(cfg, board)?;
     for (i, vm) in cfg.vms.iter().enumerate() {
         validate_device_tree(cfg, board, vm)
             .map_err(|m| ConfigError::new(format!("vm[{i}].device"), m))?;
@@ -801,7 +809,8 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
             taken.push(Region::new(phys, m.size));
         }
     }
-    channel::plan(&mut cfg.channels, board.ram, &mut taken)
+    channel::plan(&mut cfg.channels, board.ram, &mut taken)?;
+    fabric::plan(cfg, board.ram, &mut taken)
 }
 
 /// The largest stage-2 block size (4 KiB, 2 MiB, 1 GiB) both `base` and `size` allow.
@@ -893,6 +902,7 @@ pub(crate) mod tests {
             },
             vms,
             channels: vec![],
+            fabric: None,
             console: ConsoleConfig::default(),
         }
     }

@@ -19,7 +19,7 @@ pub const FFT_FRAME_SYMBOLS: usize = FRAME_BITS / 4;
 pub const SYMBOL_BYTES: usize = 4;
 
 /// An accelerator function.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Function {
     Qam16,
     Qam64,
