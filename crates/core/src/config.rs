@@ -425,12 +425,6 @@ fn validate_vm(
     if vm.cpus.is_empty() {
         return Err(ConfigError::new(key("cpus"), "a VM needs one physical CPU"));
     }
-    if vm.cpus.len() > 1 {
-        return Err(ConfigError::new(
-            key("cpus"),
-            "VMs are uniprocessor: list exactly one physical CPU",
-        ));
-    }
     for (j, &cpu) in vm.cpus.iter().enumerate() {
         if cpu >= cfg.board.cpus {
             return Err(ConfigError::new(
@@ -439,6 +433,14 @@ fn validate_vm(
                     "CPU {cpu} is out of range: board.cpus is {}, so CPUs are 0 to {}",
                     cfg.board.cpus,
                     cfg.board.cpus - 1
+                ),
+            ));
+        }
+        if let Some(k) = vm.cpus[..j].iter().position(|&o| o == cpu) {
+            return Err(ConfigError::new(
+                format!("vm[{i}].cpus[{j}]"),
+                format!(
+                    "CPU {cpu} already runs vCPU {k} of this VM: each vCPU needs its own physical CPU"
                 ),
             ));
         }

@@ -190,6 +190,21 @@ impl PathStats {
         self.count += 1;
     }
 
+    /// Folds in the samples of `other` (the same path measured on another CPU).
+    pub fn merge(&mut self, other: &PathStats) {
+        if other.count == 0 {
+            return;
+        }
+        self.min = if self.count == 0 {
+            other.min
+        } else {
+            self.min.min(other.min)
+        };
+        self.max = self.max.max(other.max);
+        self.sum = self.sum.wrapping_add(other.sum);
+        self.count += other.count;
+    }
+
     /// The mean (0 without samples).
     pub fn mean(&self) -> u64 {
         self.sum.checked_div(self.count).unwrap_or(0)
@@ -199,6 +214,26 @@ impl PathStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_paths_are_the_paths_of_all_samples() {
+        let mut a = PathStats::default();
+        let mut b = PathStats::default();
+        let mut all = PathStats::default();
+        for (i, ns) in [500, 120, 900, 333, 77, 610].into_iter().enumerate() {
+            if i % 3 == 0 {
+                a.add(ns)
+            } else {
+                b.add(ns)
+            }
+            all.add(ns);
+        }
+        let mut merged = PathStats::default();
+        merged.merge(&a);
+        merged.merge(&PathStats::default());
+        merged.merge(&b);
+        assert_eq!(merged, all);
+    }
 
     #[test]
     fn ids_names_and_units_round_trip() {

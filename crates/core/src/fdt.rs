@@ -1,7 +1,7 @@
 //! Guest device trees generated from the configuration.
 //!
-//! `guest_fdt` describes what one VM sees: its memory, one CPU booted with PSCI over HVC, a
-//! GICv3 with the redistributor frame of that CPU, the generic timer, its configured
+//! `guest_fdt` describes what one VM sees: its memory, its vCPUs booted with PSCI over HVC,
+//! a GICv3 with one redistributor frame per vCPU, the generic timer, its configured
 //! devices and the inter-VM channels it is a member of (`partita,ivc` nodes), with `/chosen` carrying the boot arguments, the console and a random seed. The
 //! layout follows QEMU's `virt` machine so unmodified Linux and FreeRTOS ports find their
 //! devices. The blob is written with `vm-fdt`; this module never places it in guest memory
@@ -17,6 +17,7 @@ use vm_fdt::FdtWriter;
 
 use crate::board::Board;
 use crate::config::{Access, DeviceConfig, VmChannel, VmConfig, DTB_SIZE};
+use crate::vgic::Affinity;
 
 /// Why no device tree could be made for a VM.
 #[derive(Debug, PartialEq)]
@@ -126,9 +127,9 @@ pub fn guest_fdt(
     fdt.property_string("model", &format!("Partita VM {}", vm.name))?;
     fdt.property_u32("interrupt-parent", GIC_PHANDLE)?;
     memory_nodes(&mut fdt, vm)?;
-    cpu_nodes(&mut fdt)?;
+    cpu_nodes(&mut fdt, vm.cpus.len())?;
     psci_node(&mut fdt)?;
-    gic_node(&mut fdt, board)?;
+    gic_node(&mut fdt, board, vm.cpus.len())?;
     timer_node(&mut fdt, board)?;
     clock_node(&mut fdt)?;
     for device in &vm.devices {
@@ -156,16 +157,21 @@ fn memory_nodes(fdt: &mut FdtWriter, vm: &VmConfig) -> Result<()> {
     Ok(())
 }
 
-fn cpu_nodes(fdt: &mut FdtWriter) -> Result<()> {
+/// One node per vCPU, named and numbered by the MPIDR affinity the VM gives it
+/// (`Affinity::of_vcpu`), started with PSCI.
+fn cpu_nodes(fdt: &mut FdtWriter, vcpus: usize) -> Result<()> {
     let cpus = fdt.begin_node("cpus")?;
     fdt.property_u32("#address-cells", 1)?;
     fdt.property_u32("#size-cells", 0)?;
-    let cpu = fdt.begin_node("cpu@0")?;
-    fdt.property_string("device_type", "cpu")?;
-    fdt.property_string("compatible", "arm,armv8")?;
-    fdt.property_u32("reg", 0)?;
-    fdt.property_string("enable-method", "psci")?;
-    fdt.end_node(cpu)?;
+    for i in 0..vcpus {
+        let mpidr = Affinity::of_vcpu(i).mpidr() as u32;
+        let cpu = fdt.begin_node(&format!("cpu@{mpidr:x}"))?;
+        fdt.property_string("device_type", "cpu")?;
+        fdt.property_string("compatible", "arm,armv8")?;
+        fdt.property_u32("reg", mpidr)?;
+        fdt.property_string("enable-method", "psci")?;
+        fdt.end_node(cpu)?;
+    }
     fdt.end_node(cpus)?;
     Ok(())
 }
@@ -178,9 +184,9 @@ fn psci_node(fdt: &mut FdtWriter) -> Result<()> {
     Ok(())
 }
 
-/// The distributor and the one redistributor frame pair (RD + SGI, `gicr_stride` bytes) of
-/// the VM's single CPU.
-fn gic_node(fdt: &mut FdtWriter, board: &Board) -> Result<()> {
+/// The distributor and one redistributor frame pair (RD + SGI, `gicr_stride` bytes) per
+/// vCPU, in vCPU order.
+fn gic_node(fdt: &mut FdtWriter, board: &Board, vcpus: usize) -> Result<()> {
     let gic = fdt.begin_node(&format!("intc@{:x}", board.gicd.base))?;
     fdt.property_string("compatible", "arm,gic-v3")?;
     fdt.property_u32("#interrupt-cells", 3)?;
@@ -193,7 +199,7 @@ fn gic_node(fdt: &mut FdtWriter, board: &Board) -> Result<()> {
             board.gicd.base,
             board.gicd.size,
             board.gicr.base,
-            board.gicr_stride,
+            board.gicr_stride * vcpus as u64,
         ],
     )?;
     fdt.property_array_u32(

@@ -9,6 +9,8 @@
 
 use smccc::psci;
 
+use crate::vgic::Affinity;
+
 /// SMCCC_VERSION (SMCCC 1.1+).
 pub const SMCCC_VERSION: u32 = 0x8000_0000;
 /// Partita's vendor-specific hypervisor service range (owner 6, fast call, SMC64).
@@ -45,8 +47,14 @@ pub mod ret {
     pub const INVALID_PARAMETERS: u64 = -2i64 as u64;
     pub const DENIED: u64 = -3i64 as u64;
     pub const ALREADY_ON: u64 = -4i64 as u64;
+    pub const ON_PENDING: u64 = -5i64 as u64;
+    pub const INVALID_ADDRESS: u64 = -9i64 as u64;
     /// AFFINITY_INFO: the node is on.
     pub const AFFINITY_ON: u64 = 0;
+    /// AFFINITY_INFO: the node is off.
+    pub const AFFINITY_OFF: u64 = 1;
+    /// AFFINITY_INFO: the node is being turned on.
+    pub const AFFINITY_ON_PENDING: u64 = 2;
 }
 
 /// The highest affinity level an MPIDR has (Aff3): AFFINITY_INFO with a higher lowest
@@ -200,8 +208,18 @@ pub fn affinity(mpidr: u64) -> u64 {
 pub enum Response {
     /// The call returns to the guest: `x0` is written, and `x1` too when it is `Some`.
     Return { x0: u64, x1: Option<u64> },
-    /// The calling VM powers off cleanly (SYSTEM_OFF, or CPU_OFF of its only vCPU).
+    /// The calling VM powers off cleanly (SYSTEM_OFF, or CPU_OFF of its last vCPU on).
     PowerOff,
+    /// CPU_ON of the VM's vCPU `vcpu`, which is off: it is to start at `entry` with x0 =
+    /// `context` (the caller gets SUCCESS once the hypervisor has marked it on-pending).
+    CpuOn {
+        vcpu: usize,
+        entry: u64,
+        context: u64,
+    },
+    /// CPU_OFF of the calling vCPU while another vCPU of the VM is on: it stops until a
+    /// CPU_ON names it again.
+    CpuOff,
     /// The calling VM restarts (SYSTEM_RESET).
     Reset,
     /// These bytes join the calling VM's console output; x0 = SUCCESS.
@@ -214,14 +232,83 @@ impl Response {
     }
 }
 
-/// The response to HVC/SMC `#imm` with the guest's x0..x7, for a uniprocessor VM whose vCPU
-/// has MPIDR `own_mpidr`. SMCCC calls use immediate 0: any other is NOT_SUPPORTED.
+/// A vCPU's PSCI power state (PSCI, ARM DEN 0022, AFFINITY_INFO and CPU_ON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerState {
+    Off,
+    /// CPU_ON was accepted; the vCPU has not run yet.
+    OnPending,
+    On,
+}
+
+/// The calling VM's vCPUs as PSCI sees them: vCPU `i` has the MPIDR affinity
+/// `Affinity::of_vcpu(i)` and the power state `states[i]`; the call comes from `caller`.
+#[derive(Clone, Copy, Debug)]
+pub struct Powers<'a> {
+    pub caller: usize,
+    pub states: &'a [PowerState],
+}
+
+impl Powers<'_> {
+    fn count(&self) -> usize {
+        self.states.len()
+    }
+
+    fn state(&self, vcpu: usize) -> PowerState {
+        self.states.get(vcpu).copied().unwrap_or(PowerState::Off)
+    }
+}
+
+/// The vCPU of the calling VM whose affinity is `mpidr`'s, if it has one.
+fn vcpu_of(vcpus: &Powers, mpidr: u64) -> Option<usize> {
+    (0..vcpus.count()).find(|&i| Affinity::of_vcpu(i).mpidr() == affinity(mpidr))
+}
+
+/// AFFINITY_INFO of the node `target` names at `level` (0: one vCPU; 1 to 3: every vCPU
+/// whose affinity agrees with `target` above that level): ON when any of them is on,
+/// ON_PENDING when none is on but one is pending, OFF when all are off; INVALID_PARAMETERS
+/// when the VM has no such node.
+fn affinity_info(vcpus: &Powers, target: u64, level: u64) -> u64 {
+    if level > MAX_AFFINITY_LEVEL {
+        return ret::INVALID_PARAMETERS;
+    }
+    // The affinity fields at and above `level`: Aff0 [7:0], Aff1 [15:8], Aff2 [23:16],
+    // Aff3 [39:32].
+    let mask = match level {
+        0 => 0xff_00ff_ffff,
+        1 => 0xff_00ff_ff00,
+        2 => 0xff_00ff_0000,
+        _ => 0xff_0000_0000,
+    };
+    let states = (0..vcpus.count())
+        .filter(|&i| Affinity::of_vcpu(i).mpidr() & mask == target & mask)
+        .map(|i| vcpus.state(i));
+    let mut any = false;
+    let mut pending = false;
+    for state in states {
+        any = true;
+        match state {
+            PowerState::On => return ret::AFFINITY_ON,
+            PowerState::OnPending => pending = true,
+            PowerState::Off => {}
+        }
+    }
+    match (any, pending) {
+        (false, _) => ret::INVALID_PARAMETERS,
+        (true, true) => ret::AFFINITY_ON_PENDING,
+        (true, false) => ret::AFFINITY_OFF,
+    }
+}
+
+/// The response to HVC/SMC `#imm` with the guest's x0..x7 from a vCPU of a VM with the
+/// vCPUs `vcpus`. SMCCC calls use immediate 0: any other is NOT_SUPPORTED. PSCI acts on the
+/// VM's own vCPUs only: another VM's MPIDR is as unknown as a nonexistent one.
 /// `read_counter(vm, counter)` answers PARTITA_COUNTER: the value, or `None` when that VM
 /// or counter does not exist; `ring(channel)` rings a doorbell for PARTITA_IVC_RING.
 pub fn respond(
     x: &[u64],
     imm: u16,
-    own_mpidr: u64,
+    vcpus: Powers,
     read_counter: impl FnOnce(u64, u64) -> Option<u64>,
     ring: impl FnOnce(u64) -> Ring,
 ) -> Response {
@@ -232,23 +319,39 @@ pub fn respond(
             function: x.first().copied().unwrap_or(0) as u32,
         }
     };
-    let is_self = |target: u64| affinity(target) == affinity(own_mpidr);
     match call {
         Hypercall::PsciVersion => Response::value(PSCI_VERSION_1_1),
         Hypercall::PsciFeatures { function } if is_implemented(function) => {
             Response::value(ret::SUCCESS)
         }
-        Hypercall::CpuOn { target, .. } if is_self(target) => Response::value(ret::ALREADY_ON),
-        Hypercall::AffinityInfo { target, level }
-            if level <= MAX_AFFINITY_LEVEL && is_self(target) =>
-        {
-            Response::value(ret::AFFINITY_ON)
+        Hypercall::CpuOn {
+            target,
+            entry,
+            context,
+        } => match vcpu_of(&vcpus, target).map(|v| (v, vcpus.state(v))) {
+            None => Response::value(ret::INVALID_PARAMETERS),
+            Some((_, PowerState::On)) => Response::value(ret::ALREADY_ON),
+            Some((_, PowerState::OnPending)) => Response::value(ret::ON_PENDING),
+            Some((vcpu, PowerState::Off)) => Response::CpuOn {
+                vcpu,
+                entry,
+                context,
+            },
+        },
+        Hypercall::AffinityInfo { target, level } => {
+            Response::value(affinity_info(&vcpus, target, level))
         }
-        Hypercall::CpuOn { .. } | Hypercall::AffinityInfo { .. } => {
-            Response::value(ret::INVALID_PARAMETERS)
+        Hypercall::CpuOff => {
+            let others_on =
+                (0..vcpus.count()).any(|i| i != vcpus.caller && vcpus.state(i) != PowerState::Off);
+            if others_on {
+                Response::CpuOff
+            } else {
+                // The last vCPU turning itself off powers the VM off.
+                Response::PowerOff
+            }
         }
-        // The only vCPU turning itself off powers the VM off.
-        Hypercall::CpuOff | Hypercall::SystemOff => Response::PowerOff,
+        Hypercall::SystemOff => Response::PowerOff,
         Hypercall::SystemReset => Response::Reset,
         Hypercall::SmcccVersion => Response::value(SMCCC_VERSION_1_1),
         Hypercall::PartitaVersion => Response::Return {
@@ -283,6 +386,75 @@ mod tests {
     use super::*;
     use alloc::vec;
     use alloc::vec::Vec;
+
+    const UP: Powers = Powers {
+        caller: 0,
+        states: &[PowerState::On],
+    };
+
+    #[test]
+    fn psci_acts_on_the_vms_own_vcpus_by_mpidr() {
+        use PowerState::{Off, On, OnPending};
+        let states = [On, Off, OnPending, Off];
+        let vm = Powers {
+            caller: 0,
+            states: &states,
+        };
+        let call = |x: [u64; 4]| respond(&x, 0, vm, |_, _| None, |_| Ring::NotMember);
+        let value = |x0| Response::Return { x0, x1: None };
+        assert_eq!(call([0xc400_0003, 0, 0, 0]), value(ret::ALREADY_ON));
+        assert_eq!(
+            call([0xc400_0003, 1, 0x4008_0000, 7]),
+            Response::CpuOn {
+                vcpu: 1,
+                entry: 0x4008_0000,
+                context: 7
+            }
+        );
+        assert_eq!(call([0xc400_0003, 2, 0, 0]), value(ret::ON_PENDING));
+        // MPIDR bit 31 and the MT/U bits are not affinity.
+        assert_eq!(
+            call([0xc400_0003, 0x8000_0003, 1, 2]),
+            Response::CpuOn {
+                vcpu: 3,
+                entry: 1,
+                context: 2
+            }
+        );
+        for foreign in [4, 0x100, 0x1_0000, 0x1_0000_0000] {
+            assert_eq!(
+                call([0xc400_0003, foreign, 0, 0]),
+                value(ret::INVALID_PARAMETERS)
+            );
+            assert_eq!(
+                call([0xc400_0004, foreign, 0, 0]),
+                value(ret::INVALID_PARAMETERS)
+            );
+        }
+        assert_eq!(call([0xc400_0004, 0, 0, 0]), value(ret::AFFINITY_ON));
+        assert_eq!(call([0xc400_0004, 1, 0, 0]), value(ret::AFFINITY_OFF));
+        assert_eq!(
+            call([0xc400_0004, 2, 0, 0]),
+            value(ret::AFFINITY_ON_PENDING)
+        );
+        // Level 1: the whole cluster 0, which has a vCPU on.
+        assert_eq!(call([0xc400_0004, 1, 1, 0]), value(ret::AFFINITY_ON));
+        assert_eq!(
+            call([0xc400_0004, 0x100, 1, 0]),
+            value(ret::INVALID_PARAMETERS)
+        );
+        // CPU_OFF with another vCPU on or pending turns the caller off alone.
+        assert_eq!(call([0x8400_0002, 0, 0, 0]), Response::CpuOff);
+        let last = [On, Off];
+        let vm = Powers {
+            caller: 0,
+            states: &last,
+        };
+        assert_eq!(
+            respond(&[0x8400_0002], 0, vm, |_, _| None, |_| Ring::NotMember),
+            Response::PowerOff
+        );
+    }
 
     #[test]
     fn psci_ids_decode() {
@@ -335,7 +507,7 @@ mod tests {
             b"hello, world! Partita's console call carries 48B"
         );
         assert_eq!(
-            respond(&x, 0, 0, |_, _| None, |_| Ring::NotMember),
+            respond(&x, 0, UP, |_, _| None, |_| Ring::NotMember),
             Response::Print(bytes)
         );
         x[1] = 13;
@@ -359,7 +531,7 @@ mod tests {
         for count in [49, 1 << 32, u64::MAX] {
             x[1] = count;
             assert_eq!(
-                respond(&x, 0, 0, |_, _| None, |_| Ring::NotMember),
+                respond(&x, 0, UP, |_, _| None, |_| Ring::NotMember),
                 Response::value(ret::INVALID_PARAMETERS)
             );
         }
@@ -430,13 +602,17 @@ mod tests {
     #[test]
     fn responses_follow_the_contract() {
         let me = 0x8000_0000;
+        let up = Powers {
+            caller: 0,
+            states: &[PowerState::On],
+        };
         let ring = |channel| match channel {
             0 => Ring::Rung,
             1 => Ring::TooSoon { wait_ns: 1500 },
             _ => Ring::NotMember,
         };
         let respond0 =
-            |x: [u64; 4]| respond(&x, 0, me, |vm, c| (vm == 1 && c == 2).then_some(7), ring);
+            |x: [u64; 4]| respond(&x, 0, up, |vm, c| (vm == 1 && c == 2).then_some(7), ring);
         let value = |x0| Response::Return { x0, x1: None };
         assert_eq!(respond0([0x8400_0000, 0, 0, 0]), value(PSCI_VERSION_1_1));
         assert_eq!(
@@ -485,7 +661,7 @@ mod tests {
         );
         assert_eq!(respond0([0x1234, 0, 0, 0]), value(ret::NOT_SUPPORTED));
         assert_eq!(
-            respond(&[0x8400_0008, 0, 0, 0], 1, me, |_, _| None, ring),
+            respond(&[0x8400_0008, 0, 0, 0], 1, up, |_, _| None, ring),
             value(ret::NOT_SUPPORTED)
         );
         assert_eq!(respond0([0xc600_0003, 0, 0, 0]), value(ret::SUCCESS));

@@ -10,9 +10,10 @@
 //! 16 ns steps, as long as a short path). Guests' PMU accesses trap (MDCR_EL2.TPM/TPMCR,
 //! set by `Vcpu::load`) and read as zero, so no guest can reset or stop it.
 //!
-//! Cheap on the hot paths: a VM's counters have one writer (the CPU that owns the VM) and a
-//! CPU's bookkeeping only its own CPU, so every update is a relaxed load and store, no lock,
-//! no read-modify-write; a reader on another CPU sees each word whole. This module must
+//! Cheap on the hot paths: each CPU keeps its own words for every VM (a VM with several
+//! vCPUs is counted on each of their CPUs) and its own bookkeeping, so every word has one
+//! writer and every update is a relaxed load and store, no lock, no read-modify-write; a
+//! reader adds up the CPUs' words and sees each word whole. This module must
 //! never change what a guest or the scheduler does.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -78,7 +79,9 @@ impl Trap {
 
 struct VmWords([AtomicU64; WORDS]);
 
-static VMS: [VmWords; MAX_VMS] = [const { VmWords([const { AtomicU64::new(0) }; WORDS]) }; MAX_VMS];
+/// Per CPU, per VM: the counters as that CPU counted them.
+static VMS: [[VmWords; MAX_VMS]; MAX_CPUS] =
+    [const { [const { VmWords([const { AtomicU64::new(0) }; WORDS]) }; MAX_VMS] }; MAX_CPUS];
 
 /// A CPU's bookkeeping between an exit and the next entry.
 struct CpuWords {
@@ -141,13 +144,22 @@ fn clock() -> u64 {
     }
 }
 
-fn cpu() -> &'static CpuWords {
-    let index = (read_sysreg!("mpidr_el1") & 0xff) as usize;
-    &CPUS[index.min(MAX_CPUS - 1)]
+fn cpu_index() -> usize {
+    ((read_sysreg!("mpidr_el1") & 0xff) as usize).min(MAX_CPUS - 1)
 }
 
+fn cpu() -> &'static CpuWords {
+    &CPUS[cpu_index()]
+}
+
+/// This CPU's words for VM `vm`.
 fn words(vm: usize) -> Option<&'static [AtomicU64; WORDS]> {
-    VMS.get(vm).map(|w| &w.0)
+    VMS[cpu_index()].get(vm).map(|w| &w.0)
+}
+
+/// Every CPU's words for VM `vm`.
+fn all_words(vm: usize) -> impl Iterator<Item = &'static [AtomicU64; WORDS]> {
+    VMS.iter().filter_map(move |cpu| cpu.get(vm)).map(|w| &w.0)
 }
 
 fn add(vm: usize, counter: Counter, amount: u64) {
@@ -301,14 +313,37 @@ pub fn read(vm: usize, counter: Counter) -> Option<u64> {
     if counter == Counter::ElapsedNs {
         return Some(clock());
     }
-    let w = words(vm)?;
-    Some(match counter {
-        Counter::HypercallMean => path(w, Counter::HypercallCount).mean(),
-        Counter::InjectionMean => path(w, Counter::InjectionCount).mean(),
-        Counter::SwitchMean => path(w, Counter::SwitchCount).mean(),
-        Counter::DeviceMean => path(w, Counter::DeviceCount).mean(),
-        other => w[other as usize].load(Ordering::Relaxed),
-    })
+    if vm >= MAX_VMS {
+        return None;
+    }
+    // A path's four words: count, min, sum (read as the mean), max.
+    const PATHS: [Counter; 4] = [
+        Counter::HypercallCount,
+        Counter::InjectionCount,
+        Counter::SwitchCount,
+        Counter::DeviceCount,
+    ];
+    let at = counter as usize;
+    if let Some(&first) = PATHS
+        .iter()
+        .find(|&&first| (first as usize..first as usize + 4).contains(&at))
+    {
+        let mut stats = PathStats::default();
+        for w in all_words(vm) {
+            stats.merge(&path(w, first));
+        }
+        return Some(match at - first as usize {
+            0 => stats.count,
+            1 => stats.min,
+            2 => stats.mean(),
+            _ => stats.max,
+        });
+    }
+    Some(
+        all_words(vm)
+            .map(|w| w[at].load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add),
+    )
 }
 
 /// Prints VM `vm`'s counters on one console line (`counters vm=<name> <counter>=<value>...`),

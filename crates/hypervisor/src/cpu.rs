@@ -1,8 +1,10 @@
 //! Physical CPUs: starting the secondaries the configuration uses and each CPU's run loop.
 //!
-//! A CPU builds every VM placed on it before it starts any (building a large VM zeroes and
-//! cleans its memory, which would otherwise delay the first one), then hands them to its
-//! scheduler. A CPU owns its VMs outright, so no VM state is shared between CPUs. A CPU with nothing (left) to run parks in WFI and only
+//! A CPU builds every VM whose vCPU 0 is placed on it before it starts any (building a large
+//! VM zeroes and cleans its memory, which would otherwise delay the first one), publishes
+//! them for the CPUs of their other vCPUs, takes its other vCPUs of VMs built elsewhere, and
+//! hands them all to its scheduler. A CPU owns its vCPUs outright; what a VM's vCPUs share
+//! is `vm::Shared`. A CPU with nothing (left) to run parks in WFI and only
 //! serves the interrupts it still owns (CPU 0 keeps reading console input for the VMs on
 //! other CPUs); it must never touch another CPU's VM.
 
@@ -34,16 +36,19 @@ pub fn start_secondaries(system: &System) {
     }
 }
 
-/// Runs the VMs assigned to `cpu` until they have all stopped, then parks.
+/// Runs the vCPUs placed on `cpu` until their VMs have all stopped, then parks.
 pub fn run(cpu: usize) -> ! {
     let system = system::get();
     let config = &system.bundle.config;
-    let mine: Vec<usize> = config
+    // (VM index, vCPU index) of every vCPU placed here.
+    let mine: Vec<(usize, usize)> = config
         .vms
         .iter()
         .enumerate()
-        .filter(|(_, vm)| vm.cpus.first().map(|&c| usize::from(c)) == Some(cpu))
-        .map(|(i, _)| i)
+        .filter_map(|(i, vm)| {
+            let vcpu = vm.cpus.iter().position(|&c| usize::from(c) == cpu)?;
+            Some((i, vcpu))
+        })
         .collect();
     if cpu != 0 {
         println!("CPU {cpu} up");
@@ -54,19 +59,24 @@ pub fn run(cpu: usize) -> ! {
     scheduler::enable_for_vms(board, cpu);
     let owner = mine
         .iter()
-        .copied()
+        .map(|&(i, _)| i)
         .find(|&i| config.vms[i].timer == TimerMode::Physical);
-    let vms: Vec<Vm> = mine
-        .iter()
-        .map(|&index| {
-            let physical_timer = match owner {
-                Some(o) if o == index => PhysicalTimer::Owned,
-                Some(_) => PhysicalTimer::Trapped,
-                None => PhysicalTimer::Switched { ctl: 0, cval: 0 },
-            };
-            Vm::build(system, index, physical_timer)
-        })
-        .collect();
+    let timer_of = |index: usize| match owner {
+        Some(o) if o == index => PhysicalTimer::Owned,
+        Some(_) => PhysicalTimer::Trapped,
+        None => PhysicalTimer::Switched { ctl: 0, cval: 0 },
+    };
+    // First the VMs whose vCPU 0 is here (built here and published), then the other
+    // vCPUs, whose VMs another CPU builds.
+    let mut vms: Vec<Vm> = Vec::new();
+    for &(index, _) in mine.iter().filter(|&&(_, vcpu)| vcpu == 0) {
+        let vm = Vm::build(system, index, timer_of(index));
+        system.publish(index, vm.shared());
+        vms.push(vm);
+    }
+    for &(index, vcpu) in mine.iter().filter(|&&(_, vcpu)| vcpu != 0) {
+        vms.push(Vm::join(system.wait_built(index), vcpu, timer_of(index)));
+    }
     if !vms.is_empty() {
         CpuScheduler::new(system, cpu as u8, vms).run();
     }

@@ -1,4 +1,5 @@
-//! Guest hypercalls (HVC #0 or SMC #0): PSCI acting on the calling VM only, SMCCC_VERSION and
+//! Guest hypercalls (HVC #0 or SMC #0): PSCI acting on the calling VM's own vCPUs only
+//! (CPU_ON starts one on its CPU by a kick), SMCCC_VERSION and
 //! Partita's vendor-hypervisor calls, as decoded and answered by `partita_core::hypercall`.
 //!
 //! Results go to x0 (x1 for PARTITA_VERSION's version, PARTITA_COUNTER's value and a refused
@@ -9,13 +10,12 @@
 //! reads counters, of any VM).
 
 use partita_core::counters::Counter;
-use partita_core::hypercall::{respond, ret, Response, CALL_REGISTERS};
+use partita_core::hypercall::{respond, ret, PowerState, Powers, Response, CALL_REGISTERS};
 
 use crate::console;
 use crate::counters;
 use crate::system::Stop;
 use crate::trap::Outcome;
-use crate::vcpu::GUEST_MPIDR;
 use crate::vm::Vm;
 
 /// Handles the call in the vCPU's x0..x7; `imm` is the HVC/SMC immediate (SMCCC uses 0).
@@ -24,7 +24,13 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
     let mut args = [0u64; CALL_REGISTERS];
     args.copy_from_slice(&vm.vcpu.regs.x[..CALL_REGISTERS]);
     let mut local_ring = false;
-    let response = respond(&args, imm, GUEST_MPIDR, counters_value, |channel| {
+    let mut states = [PowerState::Off; 64];
+    let count = vm.powers(&mut states);
+    let vcpus = Powers {
+        caller: vm.vcpu_index(),
+        states: &states[..count],
+    };
+    let response = respond(&args, imm, vcpus, counters_value, |channel| {
         let (ring, local) = vm.ring(channel);
         local_ring = local;
         ring
@@ -48,6 +54,15 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
             console::vm_output(vm.index(), bytes.as_slice());
             Outcome::Resume
         }
+        Response::CpuOn {
+            vcpu,
+            entry,
+            context,
+        } => {
+            vm.vcpu.regs.x[0] = vm.cpu_on(vcpu, entry, context);
+            Outcome::Resume
+        }
+        Response::CpuOff => Outcome::Off,
         Response::PowerOff => Outcome::Stop(Stop::Clean),
         Response::Reset => Outcome::Reset,
     }

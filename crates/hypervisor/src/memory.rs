@@ -34,11 +34,6 @@ impl GuestMemory {
         })
     }
 
-    /// Whether the guest range contains `len` bytes at `ipa`.
-    pub fn contains(&self, ipa: u64, len: u64) -> bool {
-        self.guest.contains(&Region::new(ipa, len))
-    }
-
     /// Rebuilds `len` bytes of the region from guest-physical `ipa` on: zeroes them, copies
     /// in the parts of `blobs` (guest-physical address, bytes) that fall there, and cleans
     /// them to the point of coherency, so a guest starting with its MMU and caches off sees

@@ -5,14 +5,17 @@
 //! stopped it ends the run: PSCI SYSTEM_OFF if every VM powered off cleanly, semihosting
 //! status 1 if any stopped because of a fault. This module must never hold per-CPU state.
 
+use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use partita_core::bundle::{self, Bundle};
 use partita_core::config;
-use spin::Once;
+use spin::{Mutex, Once};
 
 use crate::arch::aarch64::{psci, semihosting};
 use crate::println;
+use crate::vm;
 
 /// Exit status when at least one VM stopped because of a fault.
 const FAULT_STATUS: u64 = 1;
@@ -21,7 +24,13 @@ pub struct System {
     pub bundle: Bundle<'static>,
     running: AtomicUsize,
     faulted: AtomicBool,
+    /// Per VM: its shared half once the CPU of its vCPU 0 has built it, for the CPUs of its
+    /// other vCPUs (each takes it once; the last one empties the slot).
+    built: Mutex<Vec<Option<Published>>>,
 }
+
+/// A built VM and how many CPUs have yet to take it.
+type Published = (Arc<vm::Shared>, usize);
 
 static SYSTEM: Once<System> = Once::new();
 
@@ -69,6 +78,7 @@ pub fn init() -> &'static System {
         System {
             running: AtomicUsize::new(bundle.config.vms.len()),
             faulted: AtomicBool::new(false),
+            built: Mutex::new(bundle.config.vms.iter().map(|_| None).collect()),
             bundle,
         }
     })
@@ -80,6 +90,33 @@ pub fn get() -> &'static System {
 }
 
 impl System {
+    /// Publishes VM `index`, built by the CPU of its vCPU 0, for its other vCPUs' CPUs.
+    pub fn publish(&self, index: usize, shared: Arc<vm::Shared>) {
+        let takers = self.bundle.config.vms[index].cpus.len() - 1;
+        if takers > 0 {
+            if let Some(slot) = self.built.lock().get_mut(index) {
+                *slot = Some((shared, takers));
+            }
+        }
+    }
+
+    /// VM `index` as the CPU of its vCPU 0 built it: waits until it has.
+    pub fn wait_built(&self, index: usize) -> Arc<vm::Shared> {
+        loop {
+            if let Some(slot) = self.built.lock().get_mut(index) {
+                if let Some((shared, takers)) = slot.as_mut() {
+                    let shared = shared.clone();
+                    *takers -= 1;
+                    if *takers == 0 {
+                        *slot = None;
+                    }
+                    return shared;
+                }
+            }
+            core::hint::spin_loop();
+        }
+    }
+
     /// Records that a VM has stopped for good; ends the run after the last one.
     pub fn vm_stopped(&self, how: Stop) {
         if how == Stop::Fault {

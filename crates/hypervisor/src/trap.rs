@@ -6,9 +6,7 @@
 //! never touch another VM or Partita's own memory on a guest's behalf.
 
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
-use partita_core::trap::{
-    decode, fault_ipa, DataAbort, MmioAccess, SysregAccess, TrapCause, ICC_SGI1R_EL1,
-};
+use partita_core::trap::{decode, fault_ipa, DataAbort, SysregAccess, TrapCause, ICC_SGI1R_EL1};
 
 use crate::arch::aarch64::vectors::Exit;
 use crate::counters::{self, Trap};
@@ -26,6 +24,8 @@ pub enum Outcome {
     Interrupt,
     /// WFI (already stepped over): the vCPU waits until an interrupt is pending for it.
     Wait,
+    /// PSCI CPU_OFF while another vCPU of the VM is on: the vCPU waits for a CPU_ON.
+    Off,
     /// PSCI SYSTEM_RESET: rebuild and restart the VM.
     Reset,
     Stop(Stop),
@@ -51,7 +51,8 @@ fn synchronous(vm: &mut Vm) -> Outcome {
     let len = syndrome.instruction_len;
     counters::trap(vm.index(), counted(&syndrome.cause));
     match syndrome.cause {
-        // WFE waits for an event only another vCPU of the VM could send: none exists.
+        // WFE waits for an event another vCPU may send with SEV, which does not trap:
+        // returning at once is a spurious wake-up, which WFE allows.
         TrapCause::WaitForInterrupt { wfe: true } => skip(vm, len),
         TrapCause::WaitForInterrupt { wfe: false } => {
             skip(vm, len);
@@ -93,7 +94,8 @@ fn counted(cause: &TrapCause) -> Trap {
 /// hardware, trapped by MDCR_EL2) read as zero and ignore writes; anything else is undefined.
 fn system_register(vm: &mut Vm, access: SysregAccess, len: u64) -> Outcome {
     if access.id == ICC_SGI1R_EL1 && !access.read {
-        vm.vgic.send_sgi(vm.vcpu.reg(access.register));
+        let value = vm.vcpu.reg(access.register);
+        vm.send_sgi(value);
         counters::injected(vm.index());
         return skip(vm, len);
     }
@@ -128,7 +130,7 @@ fn data_abort(vm: &mut Vm, abort: DataAbort, len: u64) -> Outcome {
     let ipa = fault_ipa(HPFAR_EL2.get(), far);
     let emulated = match abort.access {
         Some(access) if !abort.stage1_walk && !abort.far_invalid => {
-            emulate(vm, ipa, access, abort.write)
+            vm.mmio(ipa, access, abort.write)
         }
         _ => false,
     };
@@ -137,47 +139,5 @@ fn data_abort(vm: &mut Vm, abort: DataAbort, len: u64) -> Outcome {
     } else {
         let injected = inject::data_abort(vm, far, abort.write);
         reflect(vm, injected)
-    }
-}
-
-/// Performs the access on the device model or virtual GIC window that claims `ipa`; false
-/// when none does or the model refuses it.
-fn emulate(vm: &mut Vm, ipa: u64, access: MmioAccess, write: bool) -> bool {
-    let gic = vm.vgic.claims(ipa);
-    if !gic && !vm.devices.claims(ipa) {
-        return false;
-    }
-    if write {
-        let value = vm.vcpu.reg(access.register) & access.size.mask();
-        if gic {
-            return vm.vgic.write(ipa, access.size, value).is_ok();
-        }
-        let index = vm.index();
-        match vm.devices.write(index, ipa, access.size, value) {
-            Ok(raise) => {
-                if let Some(intid) = raise {
-                    vm.raise_owned_spi(intid);
-                }
-                counters::device_access();
-                true
-            }
-            Err(_) => false,
-        }
-    } else {
-        let read = if gic {
-            vm.vgic.read(ipa, access.size)
-        } else {
-            vm.devices.read(ipa, access.size)
-        };
-        match read {
-            Ok(raw) => {
-                vm.vcpu.set_reg(access.register, access.load_value(raw));
-                if !gic {
-                    counters::device_access();
-                }
-                true
-            }
-            Err(_) => false,
-        }
     }
 }

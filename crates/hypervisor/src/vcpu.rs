@@ -5,6 +5,7 @@
 //! This module sets up and switches vCPU state; it must never decide what a trap means.
 
 use partita_core::trap::Register;
+use partita_core::vgic::Affinity;
 
 use crate::arch::aarch64::fp::FpState;
 use crate::arch::aarch64::gic_hyp::VirtualCpuInterface;
@@ -56,10 +57,12 @@ impl PhysicalTimer {
     }
 }
 
-/// The MPIDR every (uniprocessor) guest sees: affinity 0, bit 31 RES1.
-pub const GUEST_MPIDR: u64 = 1 << 31;
+/// MPIDR_EL1 bit 31, RES1.
+const MPIDR_RES1: u64 = 1 << 31;
 
 pub struct Vcpu {
+    /// The MPIDR the guest reads: bit 31 and the affinity its VM gives it.
+    mpidr: u64,
     pub regs: GuestRegs,
     pub el1: El1Context,
     fp: FpState,
@@ -71,15 +74,17 @@ pub struct Vcpu {
 }
 
 impl Vcpu {
-    /// A vCPU about to run from `entry` at EL1h, MMU off, x0 = `dtb`, x1..x3 = 0.
-    pub fn new(entry: u64, dtb: u64, physical_timer: PhysicalTimer) -> Self {
+    /// vCPU `index` of its VM, about to run from `entry` at EL1h, MMU off, with `x0` (the
+    /// device tree, or CPU_ON's context id) and x1..x30 = 0.
+    pub fn new(index: usize, entry: u64, x0: u64, physical_timer: PhysicalTimer) -> Self {
         let mut regs = GuestRegs {
             elr: entry,
             spsr: SPSR_EL1H_MASKED,
             ..GuestRegs::default()
         };
-        regs.x[0] = dtb;
+        regs.x[0] = x0;
         Vcpu {
+            mpidr: MPIDR_RES1 | Affinity::of_vcpu(index).mpidr(),
             regs,
             el1: El1Context::reset(),
             fp: FpState::default(),
@@ -97,7 +102,7 @@ impl Vcpu {
             "mdcr_el2",
             (read_sysreg!("mdcr_el2") & MDCR_HPMN) | MDCR_TRAP_DEBUG_PMU
         );
-        write_sysreg!("vmpidr_el2", GUEST_MPIDR);
+        write_sysreg!("vmpidr_el2", self.mpidr);
         write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
         write_sysreg!("cnthctl_el2", self.physical_timer.cnthctl());
         write_sysreg!("cntvoff_el2", counter_offset);

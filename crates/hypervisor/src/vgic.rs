@@ -1,16 +1,22 @@
-//! One VM's virtual GICv3 on the hardware: `partita_core::vgic::Vgic` (the model) joined to the
-//! VM's distributor and redistributor windows and to this CPU's list registers.
+//! A VM's virtual GICv3 on the hardware: `partita_core::vgic::Vgic` (the model, one per VM,
+//! held under the VM's lock with its devices) joined to the VM's distributor and
+//! redistributor windows and to the list registers of the CPU that runs one of its vCPUs
+//! (`VirtualGic`, one per vCPU, owned by that CPU).
 //!
 //! The list registers stay loaded across exits that do not concern interrupts (most MMIO,
 //! hypercalls): reading, folding and choosing them again is work the hot paths (an exit for
-//! a UART access, say) need not do. Whatever reads or
-//! changes the model first folds the live list registers into it (`sync`) and marks them
-//! stale; `before_entry` then lets the model choose them again and requests a maintenance
-//! interrupt when interrupts wait for room. A maintenance interrupt disables the virtual CPU
-//! interface until that refill (it would otherwise stay asserted at EL2). The guest's
-//! distributor and redistributor accesses trap (their windows are not in stage 2) and are
-//! emulated by the model. The VM is uniprocessor: vCPU 0 only. This module must never touch
-//! the physical distributor.
+//! a UART access, say) need not do. Whatever reads or changes the model first folds the live
+//! list registers into it (`sync`) and marks them stale; `before_entry` then lets the model
+//! choose them again and requests a maintenance interrupt when interrupts wait for room. A
+//! maintenance interrupt disables the virtual CPU interface until that refill (it would
+//! otherwise stay asserted at EL2). The guest's distributor and redistributor accesses trap
+//! (their windows are not in stage 2) and are emulated by the model.
+//!
+//! Several vCPUs: a change one vCPU's CPU makes to another vCPU's interrupts (an SGI, an SPI
+//! routed there, a distributor write) is left in the model, and the caller kicks that vCPU
+//! (`Vgic::take_touched` says which); its own CPU folds and reloads its list registers. A
+//! CPU only ever reads and writes its own list registers. This module must never touch the
+//! physical distributor.
 
 use partita_core::board::{Board, Region};
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
@@ -18,18 +24,37 @@ use partita_core::vgic::{SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS, REDIST
 
 use crate::arch::aarch64::gic_hyp::{self, ICH_HCR_EN};
 
-/// The VM's only vCPU.
-const VCPU: usize = 0;
-
 enum Window {
     Distributor,
     Redistributor,
 }
 
+/// A reset model for a VM with `vcpus` vCPUs on `board`: every vCPU's virtual timer, and
+/// vCPU 0's `forwarded` physical interrupts (passed-through timer PPI, destination-table
+/// SPIs; validation gives those to VMs with one vCPU only), are backed by the physical ones
+/// of the same INTID.
+pub fn model(board: &Board, vcpus: usize, forwarded: &[u32]) -> Vgic {
+    let mut model = match Vgic::new(vcpus, board.spis) {
+        Ok(model) => model,
+        Err(e) => panic!("virtual GIC: {e:?}"),
+    };
+    for vcpu in 0..vcpus {
+        let own: &[u32] = if vcpu == 0 { forwarded } else { &[] };
+        for &intid in core::iter::once(&board.timer_virt_irq).chain(own) {
+            if let Err(e) = model.set_hw(vcpu, intid, Some(intid)) {
+                panic!("forwarded interrupt {intid}: {e:?}");
+            }
+        }
+    }
+    model.take_touched();
+    model
+}
+
+/// One vCPU's view of its VM's virtual GIC, and this CPU's list registers while it runs.
 pub struct VirtualGic {
-    model: Vgic,
+    vcpu: usize,
     distributor: Region,
-    redistributor: Region,
+    redistributors: Region,
     list_registers: usize,
     /// The list registers as last read (`sync`) or loaded (`before_entry`); kept here so
     /// the entry path copies no array.
@@ -44,23 +69,13 @@ pub struct VirtualGic {
 }
 
 impl VirtualGic {
-    /// A reset GIC with `board`'s distributor and first redistributor windows; its virtual
-    /// timer and the `forwarded` physical interrupts (passed-through timer PPI, destination
-    /// table SPIs) are backed by the physical ones of the same INTID.
-    pub fn new(board: &Board, forwarded: &[u32]) -> Self {
-        let mut model = match Vgic::new(1, board.spis) {
-            Ok(model) => model,
-            Err(e) => panic!("virtual GIC: {e:?}"),
-        };
-        for &intid in core::iter::once(&board.timer_virt_irq).chain(forwarded) {
-            if let Err(e) = model.set_hw(VCPU, intid, Some(intid)) {
-                panic!("forwarded interrupt {intid}: {e:?}");
-            }
-        }
+    /// vCPU `vcpu` of a VM with `vcpus` vCPUs, with `board`'s distributor window and one
+    /// redistributor frame per vCPU.
+    pub fn new(board: &Board, vcpu: usize, vcpus: usize) -> Self {
         VirtualGic {
-            model,
+            vcpu,
             distributor: board.gicd,
-            redistributor: Region::new(board.gicr.base, REDISTRIBUTOR_STRIDE),
+            redistributors: Region::new(board.gicr.base, REDISTRIBUTOR_STRIDE * vcpus as u64),
             list_registers: gic_hyp::list_register_count(),
             lrs: [0; MAX_LIST_REGISTERS],
             loaded: u16::MAX,
@@ -68,7 +83,7 @@ impl VirtualGic {
         }
     }
 
-    /// Whether a guest access at `ipa` belongs to the distributor or redistributor.
+    /// Whether a guest access at `ipa` belongs to the distributor or a redistributor.
     pub fn claims(&self, ipa: u64) -> bool {
         self.window(ipa).is_some()
     }
@@ -78,71 +93,91 @@ impl VirtualGic {
         let at = Region::new(ipa, 1);
         if self.distributor.contains(&at) {
             Some((Window::Distributor, ipa - self.distributor.base))
-        } else if self.redistributor.contains(&at) {
-            Some((Window::Redistributor, ipa - self.redistributor.base))
+        } else if self.redistributors.contains(&at) {
+            Some((Window::Redistributor, ipa - self.redistributors.base))
         } else {
             None
         }
     }
 
-    pub fn read(&mut self, ipa: u64, size: AccessSize) -> Result<u64, AccessFault> {
-        self.sync();
+    pub fn read(
+        &mut self,
+        model: &mut Vgic,
+        ipa: u64,
+        size: AccessSize,
+    ) -> Result<u64, AccessFault> {
+        self.sync(model);
         match self.window(ipa).ok_or(AccessFault)? {
-            (Window::Distributor, offset) => self.model.distributor().read(offset, size),
-            (Window::Redistributor, offset) => self.model.redistributors().read(offset, size),
+            (Window::Distributor, offset) => model.distributor().read(offset, size),
+            (Window::Redistributor, offset) => model.redistributors().read(offset, size),
         }
     }
 
-    pub fn write(&mut self, ipa: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
-        self.sync();
+    pub fn write(
+        &mut self,
+        model: &mut Vgic,
+        ipa: u64,
+        size: AccessSize,
+        value: u64,
+    ) -> Result<(), AccessFault> {
+        self.sync(model);
         match self.window(ipa).ok_or(AccessFault)? {
-            (Window::Distributor, offset) => self.model.distributor().write(offset, size, value),
-            (Window::Redistributor, offset) => {
-                self.model.redistributors().write(offset, size, value)
-            }
+            (Window::Distributor, offset) => model.distributor().write(offset, size, value),
+            (Window::Redistributor, offset) => model.redistributors().write(offset, size, value),
         }
     }
 
-    /// A physical occurrence of an interrupt forwarded to the VM.
-    pub fn inject(&mut self, intid: u32) {
-        self.sync();
-        if let Err(e) = self.model.inject(VCPU, intid) {
+    /// A physical occurrence of an interrupt forwarded to this vCPU (its PPIs) or to the VM
+    /// (an SPI, which the model routes).
+    pub fn inject(&mut self, model: &mut Vgic, intid: u32) {
+        self.sync(model);
+        if let Err(e) = model.inject(self.vcpu, intid) {
             panic!("injecting interrupt {intid}: {e:?}");
         }
     }
 
-    /// Drives the level of an emulated device's interrupt line.
-    pub fn set_level(&mut self, intid: u32, level: bool) -> Result<(), VgicError> {
-        if self.model.irq(VCPU, intid)?.line_level == level {
+    /// Drives the level of an emulated device's interrupt line (an SPI).
+    pub fn set_level(
+        &mut self,
+        model: &mut Vgic,
+        intid: u32,
+        level: bool,
+    ) -> Result<(), VgicError> {
+        if model.irq(self.vcpu, intid)?.line_level == level {
             return Ok(());
         }
-        self.sync();
-        self.model.set_level(VCPU, intid, level)
+        self.sync(model);
+        model.set_level(self.vcpu, intid, level)
     }
 
-    /// A trapped ICC_SGI1R_EL1 write from the vCPU.
-    pub fn send_sgi(&mut self, value: u64) {
-        self.sync();
-        // The only vCPU can reach only itself; a request for another target is dropped,
-        // as the GIC drops SGIs to PEs that do not exist.
-        let _ = self.model.send_sgi(VCPU, SgiRequest::decode(value));
+    /// A trapped ICC_SGI1R_EL1 write from the vCPU. Targets the VM does not have are
+    /// dropped, as the GIC drops SGIs to PEs that do not exist.
+    pub fn send_sgi(&mut self, model: &mut Vgic, value: u64) {
+        self.sync(model);
+        let _ = model.send_sgi(self.vcpu, SgiRequest::decode(value));
     }
 
     /// Whether the vCPU has an interrupt to take (wakes it from WFI).
-    pub fn has_deliverable(&mut self) -> bool {
-        self.sync();
-        self.model.has_deliverable(VCPU)
+    pub fn has_deliverable(&mut self, model: &mut Vgic) -> bool {
+        self.sync(model);
+        model.has_deliverable(self.vcpu)
     }
 
     /// The maintenance interrupt fired: interrupts wait for room, or a level interrupt was
     /// deactivated. The virtual CPU interface stays off until the next entry refills it.
-    pub fn maintenance(&mut self) {
-        self.sync();
+    pub fn maintenance(&mut self, model: &mut Vgic) {
+        self.sync(model);
         gic_hyp::set_hcr(0);
     }
 
+    /// Another CPU changed this vCPU's interrupts (it was kicked): when its list registers
+    /// are live on this CPU, they are folded and chosen again before the next entry.
+    pub fn refresh(&mut self, model: &mut Vgic) {
+        self.sync(model);
+    }
+
     /// Folds what the guest did with its list registers into the model, once per exit.
-    fn sync(&mut self) {
+    fn sync(&mut self, model: &mut Vgic) {
         if self.stale {
             return;
         }
@@ -151,7 +186,7 @@ impl VirtualGic {
                 *lr = gic_hyp::read_list_register(n);
             }
         }
-        if let Err(e) = self.model.sync(VCPU, &self.lrs[..self.list_registers]) {
+        if let Err(e) = model.sync(self.vcpu, &self.lrs[..self.list_registers]) {
             panic!("virtual GIC sync: {e:?}");
         }
         self.stale = true;
@@ -160,13 +195,13 @@ impl VirtualGic {
     /// Loads the list registers the model chooses, if anything changed since they were
     /// loaded, and enables the virtual CPU interface. `stale` means `sync` ran since the
     /// last load and the guest has not run since, so `lrs` still holds the live values.
-    pub fn before_entry(&mut self) {
+    pub fn before_entry(&mut self, model: &mut Vgic) {
         if !self.stale {
             return;
         }
         self.stale = false;
         let lrs = &mut self.lrs[..self.list_registers];
-        let hcr = match self.model.flush_in_place(VCPU, lrs) {
+        let hcr = match model.flush_in_place(self.vcpu, lrs) {
             Ok(hcr) => hcr,
             Err(e) => panic!("virtual GIC flush: {e:?}"),
         };
@@ -189,8 +224,8 @@ impl VirtualGic {
     }
 
     /// Empties the list registers when the vCPU leaves the CPU (the model keeps the state).
-    pub fn unload(&mut self) {
-        self.sync();
+    pub fn unload(&mut self, model: &mut Vgic) {
+        self.sync(model);
         gic_hyp::set_hcr(0);
         // Element by element: assigning a whole zero array is a 128-byte `memset` call,
         // which costs more than the switch's few list registers.

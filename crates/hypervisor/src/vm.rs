@@ -1,24 +1,37 @@
-//! A virtual machine: its memory regions, stage-2 map, emulated devices, console and single
-//! vCPU, and its lifecycle: build from the configuration and bundled image, switch its vCPU
-//! on and off the CPU, and end a boot (SYSTEM_RESET, power-off or fault) by stopping for good
-//! or restarting with clean memory, fresh devices, a fresh virtual GIC and vCPU, as its
-//! configured policy (`on_reset`, `on_poweroff`, `on_fault`) says. A restart allocates what
-//! it frees, nothing more: the heap in use is printed each time the VM starts so tests can
-//! check it. When it runs is the CPU scheduler's decision, not the VM's.
+//! A virtual machine: what all its vCPUs share (`Shared`: memory map, stage 2, emulated
+//! devices and virtual GIC under one lock, the vCPUs' PSCI power states) and, per physical
+//! CPU, the one vCPU of it placed there (`Vm`): registers, list registers, timer state.
 //!
-//! A `Vm` is owned by the physical CPU that runs it. It must never touch memory outside its
-//! own regions; everything it maps comes from the validated configuration.
+//! Its lifecycle: build from the configuration and bundled image, switch a vCPU on and off
+//! its CPU, start and stop further vCPUs by PSCI, and end a boot (SYSTEM_RESET, power-off or
+//! fault) by stopping for good or restarting with clean memory, fresh devices, a fresh
+//! virtual GIC and vCPUs, as its configured policy (`on_reset`, `on_poweroff`, `on_fault`)
+//! says. The CPU of vCPU 0 builds and rebuilds the VM; every other vCPU is parked (off)
+//! first. A restart allocates what it frees, nothing more: the heap in use is printed each
+//! time the VM starts so tests can check it. When a vCPU runs is its CPU scheduler's
+//! decision, not the VM's.
+//!
+//! The lock (`Shared::hw`) is the VM's own: only this VM's vCPUs take it, never across guest
+//! execution, so no other VM (the RTOS) ever waits for it. A change one vCPU makes for
+//! another is published in atomics and the other's CPU is kicked with `VCPU_KICK_SGI`; a CPU
+//! touches only the vCPUs placed on it. A VM must never touch memory outside its own
+//! regions; everything it maps comes from the validated configuration.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
+use spin::Mutex;
 
-use partita_core::board::Board;
+use partita_core::board::{Board, Region};
 use partita_core::bundle::VmImages;
 use partita_core::config::{Access, EndAction, ResetAction, TimerMode, VmConfig};
 use partita_core::fdt::GuestFdt;
-use partita_core::trap::{device_access, fault_ipa};
+use partita_core::hypercall::{ret, PowerState};
+use partita_core::trap::{device_access, fault_ipa, MmioAccess};
+use partita_core::vgic::Vgic;
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::stage2::Stage2Map;
@@ -37,51 +50,150 @@ use crate::seed;
 use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
 use crate::vcpu::{PhysicalTimer, Vcpu};
-use crate::vgic::VirtualGic;
+use crate::vgic::{self, VirtualGic};
 
-pub struct Vm {
-    name: String,
-    /// Index in the configuration.
-    index: usize,
-    config: &'static VmConfig,
-    board: &'static Board,
-    images: VmImages<'static>,
-    memory: Vec<GuestMemory>,
-    stage2: Stage2Map,
-    pub devices: Devices,
-    pub vgic: VirtualGic,
-    boots: u64,
-    /// CNTVOFF_EL2: the physical count when the VM was first built, so its virtual counter
-    /// starts near 0 and keeps counting across restarts.
-    counter_offset: u64,
-    /// What the vCPU may do with the EL1 physical timer, from the configuration.
-    physical_timer: PhysicalTimer,
-    /// Physical interrupts the VM owns besides its virtual timer (a passed-through timer's
-    /// PPI, its destination-table SPIs), forwarded with the list register's HW bit.
-    forwarded: Vec<u32>,
-    /// The physical virtual-timer PPI was active (forwarded, not yet deactivated by the
-    /// guest) when the vCPU left the CPU; it is made active again when it comes back.
-    timer_ppi_active: bool,
-    pub vcpu: Vcpu,
-    /// The rebuild in progress, if the VM is being (re)built.
-    rebuild: Option<Rebuild>,
-    /// The VM's device tree, written once; each boot stamps its own seed into a copy.
-    fdt: GuestFdt,
-    /// Per channel it is a member of: the channel id and the doorbell INTID it receives.
-    doorbells: Vec<(usize, u32)>,
-    /// Its last accepted doorbell ring per channel id (the rate rule), kept across boots.
-    last_rings: Vec<Option<u64>>,
-}
+/// The SGI that tells a CPU that one of its vCPUs has news: interrupts from another vCPU,
+/// a CPU_ON, or the end of its VM's boot.
+pub const VCPU_KICK_SGI: u32 = 2;
 
 /// How a boot of a VM ended; each has its own policy in the configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BootEnd {
     /// PSCI SYSTEM_RESET (`on_reset`).
     Reset,
-    /// PSCI SYSTEM_OFF or CPU_OFF of its only vCPU (`on_poweroff`).
+    /// PSCI SYSTEM_OFF or CPU_OFF of its last vCPU on (`on_poweroff`).
     PowerOff,
     /// A fault Partita cannot reflect back into the guest (`on_fault`), already reported.
     Fault,
+}
+
+impl BootEnd {
+    const NONE: u8 = 0;
+
+    fn code(self) -> u8 {
+        match self {
+            BootEnd::Reset => 1,
+            BootEnd::PowerOff => 2,
+            BootEnd::Fault => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<BootEnd> {
+        match code {
+            1 => Some(BootEnd::Reset),
+            2 => Some(BootEnd::PowerOff),
+            3 => Some(BootEnd::Fault),
+            _ => None,
+        }
+    }
+}
+
+/// The devices and virtual GIC of a VM: what its vCPUs emulate, under its lock.
+pub struct Hardware {
+    pub devices: Devices,
+    pub vgic: Vgic,
+    /// Its last accepted doorbell ring per channel id (the rate rule), kept across boots.
+    last_rings: Vec<Option<u64>>,
+}
+
+/// One vCPU as the whole VM sees it.
+struct VcpuControl {
+    /// The physical CPU it is placed on.
+    cpu: u8,
+    /// Its `PowerState` (as `power_code`).
+    power: AtomicU8,
+    /// CPU_ON's entry point and context id, valid once `power` is OnPending.
+    entry: AtomicU64,
+    context: AtomicU64,
+    /// Its CPU has news to look at (`Vm::take_kick`).
+    kicked: AtomicBool,
+}
+
+/// `PowerState` in an atomic; `CLAIMED` is a CPU_ON writing the entry point.
+const OFF: u8 = 0;
+const ON_PENDING: u8 = 1;
+const ON: u8 = 2;
+const CLAIMED: u8 = 3;
+
+fn power_state(code: u8) -> PowerState {
+    match code {
+        ON => PowerState::On,
+        ON_PENDING | CLAIMED => PowerState::OnPending,
+        _ => PowerState::Off,
+    }
+}
+
+/// What all vCPUs of a VM share.
+pub struct Shared {
+    name: String,
+    /// Index in the configuration.
+    index: usize,
+    config: &'static VmConfig,
+    board: &'static Board,
+    /// Its RAM, guest-physical.
+    ram: Vec<Region>,
+    stage2: Stage2Map,
+    /// CNTVOFF_EL2: the physical count when the VM was first built, so its virtual counter
+    /// starts near 0 and keeps counting across restarts.
+    counter_offset: u64,
+    /// Physical interrupts the VM owns besides its virtual timer (a passed-through timer's
+    /// PPI, its destination-table SPIs), forwarded with the list register's HW bit.
+    forwarded: Vec<u32>,
+    /// Per channel it is a member of: the channel id and the doorbell INTID it receives.
+    doorbells: Vec<(usize, u32)>,
+    boots: AtomicU64,
+    vcpus: Vec<VcpuControl>,
+    /// `BootEnd::code` of the boot end in progress, or `BootEnd::NONE`.
+    ending: AtomicU8,
+    /// The VM stopped for good: the CPUs of its other vCPUs drop them.
+    retired: AtomicBool,
+    hw: Mutex<Hardware>,
+}
+
+impl Shared {
+    /// Tells vCPU `vcpu`'s CPU to look at it.
+    fn kick(&self, vcpu: usize) {
+        if let Some(v) = self.vcpus.get(vcpu) {
+            v.kicked.store(true, Ordering::Release);
+            gic::send_sgi(VCPU_KICK_SGI as u8, v.cpu);
+        }
+    }
+
+    /// Kicks the vCPUs other than `me` whose interrupts the model changed.
+    fn kick_touched(&self, model: &mut Vgic, me: usize) {
+        let touched = model.take_touched() & !(1 << me);
+        for vcpu in 0..self.vcpus.len().min(64) {
+            if touched & (1 << vcpu) != 0 {
+                self.kick(vcpu);
+            }
+        }
+    }
+
+    fn power(&self, vcpu: usize) -> PowerState {
+        self.vcpus.get(vcpu).map_or(PowerState::Off, |v| {
+            power_state(v.power.load(Ordering::Acquire))
+        })
+    }
+
+    fn set_power(&self, vcpu: usize, code: u8) {
+        if let Some(v) = self.vcpus.get(vcpu) {
+            v.power.store(code, Ordering::Release);
+        }
+    }
+
+    fn ending(&self) -> Option<BootEnd> {
+        BootEnd::from_code(self.ending.load(Ordering::Acquire))
+    }
+}
+
+/// What the CPU of vCPU 0 keeps to rebuild the VM.
+struct Builder {
+    images: VmImages<'static>,
+    memory: Vec<GuestMemory>,
+    /// The VM's device tree, written once; each boot stamps its own seed into a copy.
+    fdt: GuestFdt,
+    /// The rebuild in progress, if the VM is being (re)built.
+    rebuild: Option<Rebuild>,
 }
 
 /// Bytes of guest memory rebuilt at a time: about 5 us of emulated time (zeroing with
@@ -115,10 +227,26 @@ impl Rebuild {
     }
 }
 
+/// One vCPU of a VM, as the physical CPU it is placed on holds it.
+pub struct Vm {
+    shared: Arc<Shared>,
+    /// Its index among the VM's vCPUs.
+    vcpu_index: usize,
+    /// What the vCPU may do with the EL1 physical timer, from the configuration.
+    physical_timer: PhysicalTimer,
+    /// The physical virtual-timer PPI was active (forwarded, not yet deactivated by the
+    /// guest) when the vCPU left the CPU; it is made active again when it comes back.
+    timer_ppi_active: bool,
+    pub vcpu: Vcpu,
+    vgic: VirtualGic,
+    /// vCPU 0's CPU only: what it needs to rebuild the VM.
+    builder: Option<Builder>,
+}
+
 impl Vm {
-    /// Builds VM `index` of the bundled configuration, loads it for its first boot and
-    /// enables the physical interrupts it owns on this CPU. `physical_timer` says what it
-    /// may do with this CPU's EL1 physical timer.
+    /// Builds VM `index` of the bundled configuration and its vCPU 0 (on this CPU), loads it
+    /// for its first boot and enables the physical interrupts it owns on this CPU.
+    /// `physical_timer` says what it may do with this CPU's EL1 physical timer.
     pub fn build(system: &'static System, index: usize, physical_timer: PhysicalTimer) -> Vm {
         let config = &system.bundle.config.vms[index];
         let Some(images) = system.bundle.images(index) else {
@@ -160,33 +288,72 @@ impl Vm {
         if config.timer == TimerMode::Physical {
             forwarded.push(board.timer_phys_irq);
         }
-        let mut vm = Vm {
+        let vcpus = config.cpus.len();
+        let shared = Arc::new(Shared {
             name: config.name.clone(),
             index,
             config,
             board,
+            ram: memory.iter().map(|m| m.guest).collect(),
+            stage2,
+            counter_offset: read_sysreg!("cntpct_el0"),
+            doorbells: channels.iter().map(|c| (c.id, c.irq)).collect(),
+            boots: AtomicU64::new(1),
+            vcpus: config
+                .cpus
+                .iter()
+                .enumerate()
+                .map(|(i, &cpu)| VcpuControl {
+                    cpu,
+                    power: AtomicU8::new(if i == 0 { ON } else { OFF }),
+                    entry: AtomicU64::new(0),
+                    context: AtomicU64::new(0),
+                    kicked: AtomicBool::new(false),
+                })
+                .collect(),
+            ending: AtomicU8::new(BootEnd::NONE),
+            retired: AtomicBool::new(false),
+            hw: Mutex::new(Hardware {
+                devices: Devices::new(&config.devices, 1),
+                vgic: vgic::model(board, vcpus, &forwarded),
+                last_rings: alloc::vec![None; ivc::channel_count()],
+            }),
+            forwarded,
+        });
+        let builder = Builder {
             images,
             memory,
-            stage2,
-            devices: Devices::new(&config.devices, 1),
-            vgic: VirtualGic::new(board, &forwarded),
-            boots: 1,
-            counter_offset: read_sysreg!("cntpct_el0"),
-            physical_timer,
-            forwarded,
-            timer_ppi_active: false,
-            vcpu: Vcpu::new(0, 0, physical_timer),
-            rebuild: None,
             fdt: GuestFdt::new(config, &channels, board)
                 .unwrap_or_else(|e| panic!("vm {}: device tree: {e}", config.name)),
-            doorbells: channels.iter().map(|c| (c.id, c.irq)).collect(),
-            last_rings: alloc::vec![None; ivc::channel_count()],
+            rebuild: None,
         };
+        let mut vm = Vm::join(shared, 0, physical_timer);
+        vm.builder = Some(builder);
         vm.load();
-        for &intid in &vm.forwarded {
+        for &intid in &vm.shared.forwarded {
             gic::enable(board, intid);
         }
         vm
+    }
+
+    /// vCPU `vcpu` of the VM `shared` on this CPU; it starts off (only vCPU 0 starts on).
+    pub fn join(shared: Arc<Shared>, vcpu: usize, physical_timer: PhysicalTimer) -> Vm {
+        let board = shared.board;
+        let vcpus = shared.vcpus.len();
+        Vm {
+            shared,
+            vcpu_index: vcpu,
+            physical_timer,
+            timer_ppi_active: false,
+            vcpu: Vcpu::new(vcpu, 0, 0, physical_timer),
+            vgic: VirtualGic::new(board, vcpu, vcpus),
+            builder: None,
+        }
+    }
+
+    /// The VM all its vCPUs share (for the CPUs of its other vCPUs).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// Builds the VM's memory for a boot in one go (before any VM of the CPU runs).
@@ -198,38 +365,53 @@ impl Vm {
     /// Starts rebuilding the VM for a boot: its memory is cleared and the image, initrd and
     /// device tree copied in a piece at a time by `rebuild_step`.
     fn begin_load(&mut self) {
-        let seed = seed::for_vm(self.index, self.boots);
+        let boots = self.shared.boots.load(Ordering::Relaxed);
+        let seed = seed::for_vm(self.shared.index, boots);
+        let shared = &self.shared;
+        let Some(builder) = self.builder.as_mut() else {
+            return;
+        };
         let rebuild = Rebuild {
-            fdt: self.fdt.with_seed(&seed),
+            fdt: builder.fdt.with_seed(&seed),
             region: 0,
             offset: 0,
         };
         let fits = rebuild
-            .blobs(self.config, &self.images)
+            .blobs(shared.config, &builder.images)
             .iter()
-            .all(|&(at, bytes)| bytes.is_empty() || self.is_ram(at, bytes.len() as u64));
+            .all(|&(at, bytes)| {
+                bytes.is_empty()
+                    || shared
+                        .ram
+                        .iter()
+                        .any(|r| r.contains(&Region::new(at, bytes.len() as u64)))
+            });
         if !fits {
             panic!(
                 "vm {}: image, initrd or device tree outside its memory",
-                self.name
+                shared.name
             );
         }
-        self.rebuild = Some(rebuild);
+        builder.rebuild = Some(rebuild);
     }
 
-    /// Whether the VM's memory is being rebuilt (it cannot run yet).
+    /// Whether the VM's memory is being rebuilt by this vCPU's CPU (it cannot run yet).
     pub fn rebuilding(&self) -> bool {
-        self.rebuild.is_some()
+        self.builder.as_ref().is_some_and(|b| b.rebuild.is_some())
     }
 
     /// Rebuilds the next piece of the VM's memory; true when the VM is ready to start (its
-    /// devices, virtual GIC and vCPU are then fresh too).
+    /// devices, virtual GIC and vCPU 0 are then fresh too, its other vCPUs off).
     pub fn rebuild_step(&mut self) -> bool {
-        let Some(rebuild) = self.rebuild.as_mut() else {
+        let shared = self.shared.clone();
+        let Some(builder) = self.builder.as_mut() else {
             return true;
         };
-        if let Some(m) = self.memory.get_mut(rebuild.region) {
-            let blobs = rebuild.blobs(self.config, &self.images);
+        let Some(rebuild) = builder.rebuild.as_mut() else {
+            return true;
+        };
+        if let Some(m) = builder.memory.get_mut(rebuild.region) {
+            let blobs = rebuild.blobs(shared.config, &builder.images);
             let at = m.guest.base + rebuild.offset;
             let copies = blobs.iter().any(|&(blob, bytes)| {
                 !bytes.is_empty() && blob < at + REBUILD_PIECE && at < blob + bytes.len() as u64
@@ -243,17 +425,26 @@ impl Vm {
             }
             return false;
         }
-        self.rebuild = None;
+        builder.rebuild = None;
         memory::sync_instruction_cache();
-        self.devices = Devices::new(&self.config.devices, self.boots);
-        self.vgic = VirtualGic::new(self.board, &self.forwarded);
+        let boots = shared.boots.load(Ordering::Relaxed);
+        {
+            let mut hw = shared.hw.lock();
+            hw.devices = Devices::new(&shared.config.devices, boots);
+            hw.vgic = vgic::model(shared.board, shared.vcpus.len(), &shared.forwarded);
+        }
         self.release_interrupts();
         self.timer_ppi_active = false;
-        self.stage2.forget_translations();
-        let load = self.config.load_address().unwrap_or(0);
-        let dtb = self.config.dtb_address().unwrap_or(0);
-        self.vcpu = Vcpu::new(load, dtb, self.physical_timer);
-        if self.boots > 1 {
+        shared.stage2.forget_translations();
+        let load = shared.config.load_address().unwrap_or(0);
+        let dtb = shared.config.dtb_address().unwrap_or(0);
+        self.vcpu = Vcpu::new(0, load, dtb, self.physical_timer);
+        for vcpu in 1..shared.vcpus.len() {
+            shared.set_power(vcpu, OFF);
+        }
+        shared.set_power(0, ON);
+        shared.ending.store(BootEnd::NONE, Ordering::Release);
+        if boots > 1 {
             self.announce_start();
         }
         true
@@ -262,8 +453,8 @@ impl Vm {
     /// Ends what the previous boot left behind on the physical interrupts the VM owns: an
     /// interrupt it never deactivated, a passed-through timer still counting down.
     fn release_interrupts(&self) {
-        for &intid in &self.forwarded {
-            gic::clear_active(self.board, intid);
+        for &intid in &self.shared.forwarded {
+            gic::clear_active(self.shared.board, intid);
         }
         if self.physical_timer == PhysicalTimer::Owned {
             timer::stop_physical();
@@ -272,62 +463,224 @@ impl Vm {
 
     /// The VM's index in the configuration.
     pub fn index(&self) -> usize {
-        self.index
+        self.shared.index
+    }
+
+    /// This vCPU's index in its VM.
+    pub fn vcpu_index(&self) -> usize {
+        self.vcpu_index
     }
 
     /// Its scheduling priority (higher runs first).
     pub fn priority(&self) -> u8 {
-        self.config.priority
+        self.shared.config.priority
+    }
+
+    /// Whether this vCPU is on (PSCI): only then may it run.
+    pub fn is_on(&self) -> bool {
+        self.shared.power(self.vcpu_index) == PowerState::On
+    }
+
+    /// Takes this vCPU's kick, if it was kicked.
+    pub fn take_kick(&self) -> bool {
+        self.shared
+            .vcpus
+            .get(self.vcpu_index)
+            .is_some_and(|v| v.kicked.swap(false, Ordering::Acquire))
+    }
+
+    /// A CPU_ON for this vCPU was accepted: it starts afresh at the entry point with x0 =
+    /// the context id; true when it did.
+    pub fn start_if_pending(&mut self) -> bool {
+        let Some(control) = self.shared.vcpus.get(self.vcpu_index) else {
+            return false;
+        };
+        if control.power.load(Ordering::Acquire) != ON_PENDING || self.shared.ending().is_some() {
+            return false;
+        }
+        let entry = control.entry.load(Ordering::Relaxed);
+        let context = control.context.load(Ordering::Relaxed);
+        self.vcpu = Vcpu::new(self.vcpu_index, entry, context, self.physical_timer);
+        control.power.store(ON, Ordering::Release);
+        true
+    }
+
+    /// PSCI CPU_ON of this VM's vCPU `vcpu` (off: `respond` checked it) at `entry` with
+    /// `context`: the PSCI return value. The vCPU's CPU is kicked to start it.
+    pub fn cpu_on(&self, vcpu: usize, entry: u64, context: u64) -> u64 {
+        if !self.is_ram(entry, 4) {
+            return ret::INVALID_ADDRESS;
+        }
+        if self.shared.ending().is_some() {
+            return ret::DENIED;
+        }
+        let Some(control) = self.shared.vcpus.get(vcpu) else {
+            return ret::INVALID_PARAMETERS;
+        };
+        if let Err(now) =
+            control
+                .power
+                .compare_exchange(OFF, CLAIMED, Ordering::Acquire, Ordering::Acquire)
+        {
+            return match power_state(now) {
+                PowerState::On => ret::ALREADY_ON,
+                _ => ret::ON_PENDING,
+            };
+        }
+        control.entry.store(entry, Ordering::Relaxed);
+        control.context.store(context, Ordering::Relaxed);
+        control.power.store(ON_PENDING, Ordering::Release);
+        self.shared.kick(vcpu);
+        ret::SUCCESS
+    }
+
+    /// PSCI CPU_OFF of this vCPU while another one of the VM is on.
+    pub fn cpu_off(&mut self) {
+        self.shared.set_power(self.vcpu_index, OFF);
+    }
+
+    /// The power states of the VM's vCPUs, for PSCI (at most 64, the virtual GIC's limit).
+    pub fn powers(&self, states: &mut [PowerState; 64]) -> usize {
+        let n = self.shared.vcpus.len().min(states.len());
+        for (vcpu, state) in states[..n].iter_mut().enumerate() {
+            *state = self.shared.power(vcpu);
+        }
+        n
     }
 
     /// Raises physical SPI `intid`, which the guest asked its test device for, if it is in
     /// the VM's destination table; any other request is dropped.
     pub fn raise_owned_spi(&self, intid: u32) {
-        if intid >= gic::PRIVATE_IRQS && self.config.irqs.contains(&intid) {
-            gic::set_spi_pending(self.board, intid);
+        if intid >= gic::PRIVATE_IRQS && self.shared.config.irqs.contains(&intid) {
+            gic::set_spi_pending(self.shared.board, intid);
         }
     }
 
     /// The VM rings `channel` (PARTITA_IVC_RING): the outcome, and whether a peer on this
     /// CPU must be given its doorbell now.
     pub fn ring(&mut self, channel: u64) -> (partita_core::hypercall::Ring, bool) {
-        let cpu = self.config.cpus.first().copied().unwrap_or(0);
-        ivc::ring(self.index, cpu, channel, &mut self.last_rings)
+        let cpu = self.shared.config.cpus.first().copied().unwrap_or(0);
+        let mut hw = self.shared.hw.lock();
+        ivc::ring(self.shared.index, cpu, channel, &mut hw.last_rings)
     }
 
     /// Raises the doorbells rung for the VM (bit `c`: channel `c`) in its virtual GIC; true
     /// when one was raised.
     pub fn receive_doorbells(&mut self, rung: u64) -> bool {
         let mut raised = false;
-        for &(channel, irq) in &self.doorbells {
+        let mut hw = self.shared.hw.lock();
+        for &(channel, irq) in &self.shared.doorbells {
             if rung & (1 << channel) != 0 {
-                self.vgic.inject(irq);
-                counters::injected(self.index);
+                self.vgic.inject(&mut hw.vgic, irq);
+                counters::injected(self.shared.index);
                 raised = true;
             }
         }
+        self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
         raised
     }
 
     /// The physical interrupts forwarded to it besides its virtual timer.
     pub fn forwarded(&self) -> &[u32] {
-        &self.forwarded
+        &self.shared.forwarded
+    }
+
+    /// A physical occurrence of an interrupt forwarded to this vCPU.
+    pub fn inject(&mut self, intid: u32) {
+        let mut hw = self.shared.hw.lock();
+        self.vgic.inject(&mut hw.vgic, intid);
+        self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
+    }
+
+    /// Whether this vCPU has an interrupt to take (wakes it from WFI).
+    pub fn has_deliverable(&mut self) -> bool {
+        let mut hw = self.shared.hw.lock();
+        self.vgic.has_deliverable(&mut hw.vgic)
+    }
+
+    /// The maintenance interrupt fired for this (loaded) vCPU.
+    pub fn maintenance(&mut self) {
+        let mut hw = self.shared.hw.lock();
+        self.vgic.maintenance(&mut hw.vgic);
+    }
+
+    /// This vCPU was kicked because another vCPU changed its interrupts: its list registers
+    /// are chosen again before it next runs; true when it now has one to take.
+    pub fn refresh_interrupts(&mut self) -> bool {
+        let mut hw = self.shared.hw.lock();
+        self.vgic.refresh(&mut hw.vgic);
+        self.vgic.has_deliverable(&mut hw.vgic)
+    }
+
+    /// A trapped ICC_SGI1R_EL1 write: the SGI is made pending on its targets among the
+    /// VM's vCPUs, and those on other CPUs are kicked.
+    pub fn send_sgi(&mut self, value: u64) {
+        let mut hw = self.shared.hw.lock();
+        self.vgic.send_sgi(&mut hw.vgic, value);
+        self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
     }
 
     /// Moves console input into the VM's UART and drives the devices' interrupt lines.
     pub fn update_interrupt_lines(&mut self) {
-        if let Some(uart) = self.devices.console_uart() {
-            input::take(self.index, |byte| uart.receive(byte));
+        let mut hw = self.shared.hw.lock();
+        update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
+    }
+
+    /// Performs a trapped load or store at `ipa` on the device model or virtual GIC window
+    /// that claims it; false when none does or the model refuses it.
+    pub fn mmio(&mut self, ipa: u64, access: MmioAccess, write: bool) -> bool {
+        let mut guard = self.shared.hw.lock();
+        let hw = &mut *guard;
+        let gic = self.vgic.claims(ipa);
+        if !gic && !hw.devices.claims(ipa) {
+            return false;
         }
-        for (irq, level) in self.devices.irq_lines() {
-            // Validation keeps device interrupts among the board's SPIs.
-            let _ = self.vgic.set_level(irq, level);
-        }
+        let index = self.shared.index;
+        let done = if write {
+            let value = self.vcpu.reg(access.register) & access.size.mask();
+            if gic {
+                self.vgic
+                    .write(&mut hw.vgic, ipa, access.size, value)
+                    .is_ok()
+            } else {
+                match hw.devices.write(index, ipa, access.size, value) {
+                    Ok(raise) => {
+                        if let Some(intid) = raise {
+                            self.raise_owned_spi(intid);
+                        }
+                        counters::device_access();
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+        } else {
+            let read = if gic {
+                self.vgic.read(&mut hw.vgic, ipa, access.size)
+            } else {
+                hw.devices.read(ipa, access.size)
+            };
+            match read {
+                Ok(raw) => {
+                    self.vcpu.set_reg(access.register, access.load_value(raw));
+                    if !gic {
+                        counters::device_access();
+                    }
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
+        done
     }
 
     /// Whether `len` bytes at guest-physical `ipa` are inside the VM's RAM.
     pub fn is_ram(&self, ipa: u64, len: u64) -> bool {
-        self.memory.iter().any(|m| m.contains(ipa, len))
+        self.shared
+            .ram
+            .iter()
+            .any(|r| r.contains(&Region::new(ipa, len)))
     }
 
     /// The VM starts a boot: with the heap in use then, which is the same at the start of
@@ -335,8 +688,8 @@ impl Vm {
     pub fn announce_start(&self) {
         println!(
             "vm {}: starting (boot {}, heap {} B)",
-            self.name,
-            self.boots,
+            self.shared.name,
+            self.shared.boots.load(Ordering::Relaxed),
             heap::in_use()
         );
     }
@@ -345,27 +698,30 @@ impl Vm {
     /// that expired while it was away is injected at once, its physical PPI made active as
     /// if it had been forwarded, so the guest takes it on entry without another exit.
     pub fn switch_in(&mut self) {
-        self.stage2.activate();
-        self.vcpu.load(self.counter_offset);
-        let ppi = self.board.timer_virt_irq;
+        self.shared.stage2.activate();
+        self.vcpu.load(self.shared.counter_offset);
+        let ppi = self.shared.board.timer_virt_irq;
         if self.timer_ppi_active {
-            gic::set_active_ppi(self.board, ppi);
+            gic::set_active_ppi(self.shared.board, ppi);
         } else if timer::virtual_firing() {
-            self.vgic.inject(ppi);
-            counters::injected(self.index);
-            gic::set_active_ppi(self.board, ppi);
+            self.inject(ppi);
+            counters::injected(self.shared.index);
+            gic::set_active_ppi(self.shared.board, ppi);
         }
     }
 
     /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
     /// physical virtual-timer PPI to the next vCPU (its active state is kept here).
     pub fn switch_out(&mut self) {
-        self.vgic.unload();
+        {
+            let mut hw = self.shared.hw.lock();
+            self.vgic.unload(&mut hw.vgic);
+        }
         self.vcpu.unload();
-        let ppi = self.board.timer_virt_irq;
-        self.timer_ppi_active = gic::ppi_active(self.board, ppi);
+        let ppi = self.shared.board.timer_virt_irq;
+        self.timer_ppi_active = gic::ppi_active(self.shared.board, ppi);
         if self.timer_ppi_active {
-            gic::clear_active(self.board, ppi);
+            gic::clear_active(self.shared.board, ppi);
         }
     }
 
@@ -373,16 +729,19 @@ impl Vm {
     /// its UARTs (a console character, a flag poll) is finished here and the vCPU goes
     /// straight back (`uart_fast_path`).
     pub fn enter(&mut self) -> Exit {
-        self.update_interrupt_lines();
-        self.vgic.before_entry();
-        counters::entering(self.index);
+        {
+            let mut hw = self.shared.hw.lock();
+            update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
+            self.vgic.before_entry(&mut hw.vgic);
+        }
+        counters::entering(self.shared.index);
         loop {
             let exit = self.vcpu.run();
-            counters::exited(self.index);
+            counters::exited(self.shared.index);
             if exit != Exit::Synchronous || !self.uart_fast_path() {
                 return exit;
             }
-            counters::device_reentry(self.index);
+            counters::device_reentry(self.shared.index);
         }
     }
 
@@ -402,7 +761,12 @@ impl Vm {
         let store = access
             .write
             .then(|| self.vcpu.reg(mmio.register) & mmio.size.mask());
-        let Some(done) = self.devices.uart_access(self.index, ipa, mmio.size, store) else {
+        let mut guard = self.shared.hw.lock();
+        let hw = &mut *guard;
+        let Some(done) = hw
+            .devices
+            .uart_access(self.shared.index, ipa, mmio.size, store)
+        else {
             return false;
         };
         if !access.write {
@@ -411,8 +775,8 @@ impl Vm {
         }
         self.vcpu.regs.elr = self.vcpu.regs.elr.wrapping_add(access.instruction_len);
         if done.irq_changed {
-            self.update_interrupt_lines();
-            self.vgic.before_entry();
+            update_lines(&self.shared, &mut self.vgic, self.vcpu_index, hw);
+            self.vgic.before_entry(&mut hw.vgic);
         }
         true
     }
@@ -424,64 +788,125 @@ impl Vm {
 
     /// The loaded vCPU's virtual-timer deadline in physical ticks, if its timer is armed.
     pub fn timer_deadline(&self) -> Option<u64> {
-        timer::virtual_deadline(self.counter_offset)
+        timer::virtual_deadline(self.shared.counter_offset)
     }
 
-    /// The switched-out VM's boot ended as `end`: its rebuild begins (the scheduler runs it
-    /// piece by piece and it restarts with the boot count one higher; `None`), or it stops
-    /// for good, as its policy for that ending says.
-    pub fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
-        console::finish_vm_line(self.index);
+    /// This (switched-out) vCPU's boot of the VM ended as `end`, or another vCPU's did:
+    /// the VM's end is recorded (the first one wins), this vCPU is parked (off), and every
+    /// other vCPU's CPU is kicked to park its own. The CPU of vCPU 0 then ends the boot
+    /// (`settle_end`).
+    pub fn park(&mut self, end: Option<BootEnd>) {
+        if let Some(end) = end {
+            let _ = self.shared.ending.compare_exchange(
+                BootEnd::NONE,
+                end.code(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+        self.shared.set_power(self.vcpu_index, OFF);
+        for vcpu in 0..self.shared.vcpus.len() {
+            if vcpu != self.vcpu_index {
+                self.shared.kick(vcpu);
+            }
+        }
+    }
+
+    /// The VM's boot is ending (some vCPU parked it).
+    pub fn ending(&self) -> bool {
+        self.shared.ending().is_some()
+    }
+
+    /// The VM stopped for good on the CPU of its vCPU 0: this vCPU goes too.
+    pub fn retired(&self) -> bool {
+        self.shared.retired.load(Ordering::Acquire)
+    }
+
+    /// vCPU 0's CPU, once every vCPU is parked: the VM's boot ends as the first end
+    /// recorded says. Its rebuild begins (the scheduler runs it piece by piece and it
+    /// restarts with the boot count one higher; `Some(None)`), or it stops for good
+    /// (`Some(Some(how))`). `None` while another vCPU still runs, or on another vCPU.
+    pub fn settle_end(&mut self) -> Option<Option<Stop>> {
+        if self.builder.is_none() || self.rebuilding() {
+            return None;
+        }
+        let end = self.shared.ending()?;
+        if (0..self.shared.vcpus.len()).any(|v| self.shared.power(v) != PowerState::Off) {
+            return None;
+        }
+        Some(self.end_boot(end))
+    }
+
+    fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
+        console::finish_vm_line(self.shared.index);
+        let name = &self.shared.name;
+        let boots = self.shared.boots.load(Ordering::Relaxed);
+        let config = self.shared.config;
         match end {
-            BootEnd::Reset if self.config.on_reset == ResetAction::Fault => {
-                println!(
-                    "vm {}: reset requested; stopped (on_reset = \"fault\")",
-                    self.name
-                );
+            BootEnd::Reset if config.on_reset == ResetAction::Fault => {
+                println!("vm {name}: reset requested; stopped (on_reset = \"fault\")");
                 return Some(Stop::Fault);
             }
-            BootEnd::Reset => println!("vm {}: reset (boot {})", self.name, self.boots + 1),
-            BootEnd::PowerOff if self.config.on_poweroff == EndAction::Stop => {
-                return Some(Stop::Clean)
+            BootEnd::Reset => println!("vm {name}: reset (boot {})", boots + 1),
+            BootEnd::PowerOff if config.on_poweroff == EndAction::Stop => return Some(Stop::Clean),
+            BootEnd::PowerOff => {
+                println!("vm {name}: powered off; restarting (boot {})", boots + 1)
             }
-            BootEnd::PowerOff => println!(
-                "vm {}: powered off; restarting (boot {})",
-                self.name,
-                self.boots + 1
-            ),
-            BootEnd::Fault if self.config.on_fault == EndAction::Stop => return Some(Stop::Fault),
+            BootEnd::Fault if config.on_fault == EndAction::Stop => return Some(Stop::Fault),
             BootEnd::Fault => {}
         }
-        self.boots += 1;
+        self.shared.boots.store(boots + 1, Ordering::Relaxed);
         self.begin_load();
         None
     }
 
-    /// The switched-out VM stops for good: its last output is printed and the physical
-    /// interrupts it owned are disabled.
+    /// The switched-out VM stops for good (on vCPU 0's CPU): its last output is printed,
+    /// the physical interrupts it owned are disabled, and its other vCPUs are dropped.
     pub fn stop(&mut self, how: Stop) {
-        console::finish_vm_line(self.index);
-        counters::print(self.index, &self.name);
+        console::finish_vm_line(self.shared.index);
+        counters::print(self.shared.index, &self.shared.name);
         if how == Stop::Clean {
-            println!("vm {}: powered off", self.name);
+            println!("vm {}: powered off", self.shared.name);
         }
-        for &intid in &self.forwarded {
-            gic::disable(self.board, intid);
+        for &intid in &self.shared.forwarded {
+            gic::disable(self.shared.board, intid);
         }
         self.release_interrupts();
+        self.shared.retired.store(true, Ordering::Release);
+        for vcpu in 1..self.shared.vcpus.len() {
+            self.shared.kick(vcpu);
+        }
     }
 
     /// Ends the VM's boot because of a guest fault Partita cannot reflect back into it; the
     /// console line says what `on_fault` makes of it.
     pub fn fault(&self, reason: core::fmt::Arguments) -> Outcome {
-        match self.config.on_fault {
-            EndAction::Stop => println!("vm {}: fault: {reason}; stopped", self.name),
+        let name = &self.shared.name;
+        match self.shared.config.on_fault {
+            EndAction::Stop => println!("vm {name}: fault: {reason}; stopped"),
             EndAction::Restart => println!(
-                "vm {}: fault: {reason}; restarting (boot {})",
-                self.name,
-                self.boots + 1
+                "vm {name}: fault: {reason}; restarting (boot {})",
+                self.shared.boots.load(Ordering::Relaxed) + 1
             ),
         }
         Outcome::Stop(Stop::Fault)
     }
+}
+
+/// Moves console input into the VM's console UART and drives the devices' interrupt lines
+/// in the virtual GIC, from vCPU `vcpu` (`vgic`), with the VM's lock held (`hw`).
+fn update_lines(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
+    if let Some(uart) = hw.devices.console_uart() {
+        input::take(shared.index, |byte| uart.receive(byte));
+    }
+    let Hardware {
+        devices,
+        vgic: model,
+        ..
+    } = hw;
+    for (irq, level) in devices.irq_lines() {
+        // Validation keeps device interrupts among the board's SPIs.
+        let _ = vgic.set_level(model, irq, level);
+    }
+    shared.kick_touched(model, vcpu);
 }

@@ -30,6 +30,7 @@ pub(super) fn validate(cfg: &SystemConfig, board: &Board) -> Result<(), ConfigEr
     }
     for (i, vm) in cfg.vms.iter().enumerate() {
         cpu_share(cfg, i, vm)?;
+        uniprocessor_only(i, vm)?;
         timer(cfg, i, vm)?;
         irqs(cfg, board, i, vm)?;
     }
@@ -55,16 +56,44 @@ fn earlier_on_same_cpu<'a>(
 }
 
 fn cpu_share(cfg: &SystemConfig, i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
-    if earlier_on_same_cpu(cfg, i).count() >= MAX_VCPUS {
-        return Err(ConfigError::new(
-            format!("vm[{i}].cpus[0]"),
-            format!(
-                "CPU {} already runs {MAX_VCPUS} VMs, the most one CPU can share",
-                cpu_of(vm).unwrap_or(0)
-            ),
-        ));
+    for (j, &cpu) in vm.cpus.iter().enumerate() {
+        let before = cfg.vms[..i]
+            .iter()
+            .filter(|o| o.cpus.contains(&cpu))
+            .count();
+        if before >= MAX_VCPUS {
+            return Err(ConfigError::new(
+                format!("vm[{i}].cpus[{j}]"),
+                format!("CPU {cpu} already runs {MAX_VCPUS} VMs, the most one CPU can share"),
+            ));
+        }
     }
     Ok(())
+}
+
+/// Physical interrupts (a passed-through timer, a destination table) go to a VM with one
+/// vCPU only: their list registers live on the CPU that takes them.
+fn uniprocessor_only(i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
+    if vm.cpus.len() < 2 {
+        return Ok(());
+    }
+    let what = if vm.timer == TimerMode::Physical {
+        Some(("timer", "the physical timer"))
+    } else if !vm.irqs.is_empty() {
+        Some(("irqs", "physical interrupts"))
+    } else {
+        None
+    };
+    match what {
+        Some((key, thing)) => Err(ConfigError::new(
+            format!("vm[{i}].{key}"),
+            format!(
+                "{thing} can be passed through only to a VM with one vCPU; this one has {}",
+                vm.cpus.len()
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn timer(cfg: &SystemConfig, i: usize, vm: &VmConfig) -> Result<(), ConfigError> {

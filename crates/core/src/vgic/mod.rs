@@ -127,6 +127,19 @@ impl VcpuIrqs {
             active: IntidSet::default(),
         }
     }
+
+    /// The model changed `intid` while a list register of this vCPU still presents it (a
+    /// change made from another vCPU, whose CPU cannot read that list register): the model's
+    /// pending state is the truth from now on, so the next `sync` folds only the active
+    /// state back and never undoes the change. A vCPU's own changes come after its `sync`,
+    /// when nothing is live, and cost one comparison.
+    fn release_live(&mut self, intid: u32) {
+        for entry in self.live[..self.live_count].iter_mut().flatten() {
+            if entry.intid == intid {
+                entry.carries_pending = false;
+            }
+        }
+    }
 }
 
 /// The virtual GICv3 of one VM.
@@ -137,6 +150,9 @@ pub struct Vgic {
     /// GICD_IROUTER<n> per SPI, RES0 bits cleared.
     routes: Vec<u64>,
     vcpus: Vec<VcpuIrqs>,
+    /// Bit n: vCPU n's interrupts changed since `take_touched` (the hypervisor kicks a vCPU
+    /// on another CPU so that it looks again).
+    touched: u64,
 }
 
 impl Vgic {
@@ -153,6 +169,7 @@ impl Vgic {
             spis: alloc::vec![IrqState::new(Trigger::Level); spis as usize],
             routes: alloc::vec![0; spis as usize],
             vcpus: (0..vcpus).map(|_| VcpuIrqs::new()).collect(),
+            touched: 0,
         })
     }
 
@@ -209,6 +226,8 @@ impl Vgic {
             let result = change(irq);
             v.pending.set(intid, irq.pending());
             v.active.set(intid, irq.active);
+            v.release_live(intid);
+            self.touched |= 1 << vcpu;
             return Ok(result);
         }
         let irq = self
@@ -236,7 +255,14 @@ impl Vgic {
         if let Some(v) = self.vcpus.get_mut(owner) {
             v.pending.set(intid, irq.pending());
             v.active.set(intid, irq.active);
+            v.release_live(intid);
+            self.touched |= 1 << owner;
         }
+    }
+
+    /// The vCPUs whose interrupts changed since the last call (bit n: vCPU n), cleared.
+    pub fn take_touched(&mut self) -> u64 {
+        core::mem::take(&mut self.touched)
     }
 
     /// Applies `change` to GICD_IROUTER of SPI `intid` (None when the VM has no such SPI),

@@ -6,10 +6,11 @@
 //! deactivation ends them): the virtual timer's PPI to the loaded vCPU (only its CNTV runs),
 //! a passed-through EL1 physical timer's PPI and the destination table's SPIs to their VM.
 //! Consumed (then deactivated): the EL2 timer (the scheduler's next event), the maintenance
-//! interrupt, console input and its kick SGI, and the doorbell SGI. Doorbells rung for this
-//! CPU's VMs (by another CPU's SGI or by a VM of this CPU) are raised in their virtual GICs
-//! after the physical interrupts. This module must never forward an interrupt to
-//! a VM that does not own it.
+//! interrupt, console input and its kick SGI, the doorbell SGI and the vCPU kick SGI.
+//! Doorbells rung for this CPU's VMs (by another CPU's SGI or by a VM of this CPU) are raised
+//! in their virtual GICs after the physical interrupts; kicked vCPUs (another vCPU of their
+//! VM changed their interrupts, started them with CPU_ON or ended the VM's boot) are looked
+//! at last. This module must never forward an interrupt to a VM that does not own it.
 
 use partita_core::board::Board;
 
@@ -17,6 +18,7 @@ use super::CpuScheduler;
 use crate::arch::aarch64::{gic, timer};
 use crate::input;
 use crate::ivc;
+use crate::vm::VCPU_KICK_SGI;
 
 impl CpuScheduler {
     /// Handles every pending physical interrupt; true when the scheduler must decide again
@@ -25,10 +27,11 @@ impl CpuScheduler {
         let mut decide = false;
         let mut woke = false;
         let mut input = false;
+        let mut kicked = false;
         while let Some(intid) = gic::acknowledge() {
             gic::end_of_interrupt(intid);
             if let Some(at) = self.owner(intid) {
-                self.vms[at].vgic.inject(intid);
+                self.vms[at].inject(intid);
                 crate::counters::injected(self.vms[at].index());
                 self.wake(at);
                 woke = true;
@@ -38,14 +41,16 @@ impl CpuScheduler {
                 timer::arm_hyp_timer(None);
                 decide = true;
             } else if intid == self.board.maintenance_irq {
-                if let Some(at) = self.loaded.and_then(|i| self.position_of_index(i)) {
-                    self.vms[at].vgic.maintenance();
+                if let Some(at) = self.loaded_position() {
+                    self.vms[at].maintenance();
                 }
             } else if intid == self.board.uart_irq {
                 input::receive(self.cpu);
                 input = true;
             } else if intid == input::KICK_SGI {
                 input = true;
+            } else if intid == VCPU_KICK_SGI {
+                kicked = true;
             }
             gic::deactivate(intid);
         }
@@ -54,6 +59,11 @@ impl CpuScheduler {
         }
         if ivc::cpu_has_pending(self.cpu) {
             woke |= self.deliver_doorbells();
+        }
+        if kicked {
+            let (kick_woke, ended) = self.deliver_kicks();
+            woke |= kick_woke;
+            decide |= ended;
         }
         let now = timer::now();
         if decide || (woke && self.queue.should_preempt(now)) {
@@ -68,7 +78,7 @@ impl CpuScheduler {
     /// The position of the VM a physical interrupt is forwarded to, if any.
     fn owner(&self, intid: u32) -> Option<usize> {
         if intid == self.board.timer_virt_irq {
-            return self.loaded.and_then(|i| self.position_of_index(i));
+            return self.loaded_position();
         }
         self.vms
             .iter()
@@ -82,7 +92,7 @@ impl CpuScheduler {
         for at in 0..self.vms.len() {
             let vm = &mut self.vms[at];
             let rung = ivc::take(vm.index());
-            if rung != 0 && vm.receive_doorbells(rung) && vm.vgic.has_deliverable() {
+            if rung != 0 && vm.receive_doorbells(rung) && vm.has_deliverable() {
                 self.wake(at);
                 woke = true;
             }
@@ -96,13 +106,46 @@ impl CpuScheduler {
         let mut woke = false;
         for at in 0..self.vms.len() {
             let vm = &mut self.vms[at];
+            if !vm.is_on() {
+                continue;
+            }
             vm.update_interrupt_lines();
-            if vm.vgic.has_deliverable() {
+            if vm.has_deliverable() {
                 self.wake(at);
                 woke = true;
             }
         }
         woke
+    }
+}
+
+impl CpuScheduler {
+    /// Looks at this CPU's kicked vCPUs: one started by CPU_ON begins to run, one whose
+    /// interrupts another vCPU changed wakes if it has one to take, and the vCPUs of a VM
+    /// whose boot ends are parked (`settle_endings`). Returns whether one was woken and
+    /// whether a boot ended (the scheduler then decides again).
+    fn deliver_kicks(&mut self) -> (bool, bool) {
+        let mut woke = false;
+        let mut ending = false;
+        for at in 0..self.vms.len() {
+            let vm = &mut self.vms[at];
+            if !vm.take_kick() {
+                continue;
+            }
+            if vm.ending() || vm.retired() {
+                ending = true;
+                continue;
+            }
+            // Started by CPU_ON, or given an interrupt by another vCPU of its VM.
+            if vm.start_if_pending() || (vm.is_on() && vm.refresh_interrupts()) {
+                self.wake(at);
+                woke = true;
+            }
+        }
+        if ending {
+            self.settle_endings();
+        }
+        (woke, ending)
     }
 }
 
@@ -115,6 +158,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
     gic::enable(board, board.maintenance_irq);
     gic::enable(board, input::KICK_SGI);
     gic::enable(board, ivc::DOORBELL_SGI);
+    gic::enable(board, VCPU_KICK_SGI);
     if cpu == 0 {
         gic::enable(board, board.uart_irq);
     }

@@ -9,7 +9,12 @@
 //! its CPU never pays for a switch, and a blocked VM left loaded while the CPU idles wakes
 //! through its own timer PPI. Physical interrupts reach EL2 whatever the guest's PSTATE.I,
 //! so a higher-priority VM takes the CPU at the first exit after its interrupt arrives. This
-//! module must never touch a VM of another CPU: events for those arrive as SGIs there.
+//! module must never touch a vCPU of another CPU: events for those arrive as SGIs there.
+//!
+//! A vCPU that is off (PSCI: not yet started, CPU_OFF, or parked while its VM's boot ends)
+//! stays blocked until a kick finds it on-pending. When a VM's boot ends, each CPU parks its
+//! vCPU of it; the CPU of vCPU 0 then restarts or stops the VM, and the others drop their
+//! vCPUs of a VM that stopped for good.
 
 mod interrupts;
 
@@ -33,13 +38,13 @@ pub struct CpuScheduler {
     system: &'static System,
     vms: Vec<Vm>,
     queue: RunQueue,
-    /// The configuration index of the VM whose vCPU is on the CPU.
-    loaded: Option<usize>,
+    /// The run-queue name of the vCPU on the CPU.
+    loaded: Option<VcpuId>,
 }
 
-/// The run-queue name of a VM's (only) vCPU.
+/// The run-queue name of a vCPU.
 fn vcpu_of(vm: &Vm) -> VcpuId {
-    VcpuId::new(vm.index() as u16, 0)
+    VcpuId::new(vm.index() as u16, vm.vcpu_index() as u16)
 }
 
 impl CpuScheduler {
@@ -51,6 +56,9 @@ impl CpuScheduler {
         for vm in &vms {
             if let Err(e) = queue.add(vcpu_of(vm), vm.priority()) {
                 panic!("CPU {cpu}: run queue: {e:?}");
+            }
+            if !vm.is_on() {
+                let _ = queue.block(vcpu_of(vm), None);
             }
         }
         CpuScheduler {
@@ -65,7 +73,7 @@ impl CpuScheduler {
 
     /// Runs this CPU's VMs until every one has stopped.
     pub fn run(mut self) {
-        for vm in &self.vms {
+        for vm in self.vms.iter().filter(|vm| vm.vcpu_index() == 0) {
             vm.announce_start();
         }
         while !self.vms.is_empty() {
@@ -82,8 +90,8 @@ impl CpuScheduler {
         self.vms.iter().position(|vm| vcpu_of(vm) == id)
     }
 
-    fn position_of_index(&self, index: usize) -> Option<usize> {
-        self.vms.iter().position(|vm| vm.index() == index)
+    fn loaded_position(&self) -> Option<usize> {
+        self.loaded.and_then(|id| self.position(id))
     }
 
     /// Nothing is runnable: wait in WFI at EL2 for the next interrupt or event.
@@ -98,22 +106,23 @@ impl CpuScheduler {
 
     /// Puts the vCPU of `vms[at]` on the CPU, taking the loaded one off first.
     fn switch_to(&mut self, at: usize) {
-        let index = self.vms[at].index();
-        if self.loaded == Some(index) {
+        let id = vcpu_of(&self.vms[at]);
+        if self.loaded == Some(id) {
             return;
         }
         self.switch_out();
         self.vms[at].switch_in();
-        counters::switched_in(index);
-        self.loaded = Some(index);
+        counters::switched_in(self.vms[at].index());
+        self.loaded = Some(id);
     }
 
     /// Takes the loaded vCPU off the CPU. A blocked one hands its virtual-timer deadline to
     /// the run queue now: while it stayed loaded, its own timer PPI was its wake-up.
     fn switch_out(&mut self) {
-        if let Some(old) = self.loaded.take().and_then(|i| self.position_of_index(i)) {
+        if let Some(old) = self.loaded_position() {
+            self.loaded = None;
             let vm = &mut self.vms[old];
-            let deadline = vm.timer_deadline();
+            let deadline = vm.timer_deadline().filter(|_| vm.is_on());
             vm.switch_out();
             let _ = self.queue.set_timer_deadline(vcpu_of(vm), deadline);
         }
@@ -123,6 +132,10 @@ impl CpuScheduler {
     fn run_vcpu(&mut self, at: usize) {
         if self.vms[at].rebuilding() {
             return self.rebuild(at);
+        }
+        if !self.vms[at].is_on() {
+            let _ = self.queue.block(vcpu_of(&self.vms[at]), None);
+            return;
         }
         self.switch_to(at);
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
@@ -141,6 +154,7 @@ impl CpuScheduler {
                         return;
                     }
                 }
+                Outcome::Off => return self.power_off(at),
                 Outcome::Reset => return self.end_boot(at, BootEnd::Reset),
                 Outcome::Stop(Stop::Clean) => return self.end_boot(at, BootEnd::PowerOff),
                 Outcome::Stop(Stop::Fault) => return self.end_boot(at, BootEnd::Fault),
@@ -167,7 +181,7 @@ impl CpuScheduler {
     fn block(&mut self, at: usize) -> bool {
         let vm = &mut self.vms[at];
         vm.update_interrupt_lines();
-        if vm.vgic.has_deliverable() {
+        if vm.has_deliverable() {
             return false;
         }
         let _ = self.queue.block(vcpu_of(vm), None);
@@ -177,33 +191,78 @@ impl CpuScheduler {
     /// Wakes a blocked vCPU that has something to take (after an interrupt was forwarded).
     fn wake(&mut self, at: usize) {
         let id = vcpu_of(&self.vms[at]);
-        if self.queue.state(id) == Some(VcpuState::Blocked) {
+        if self.vms[at].is_on() && self.queue.state(id) == Some(VcpuState::Blocked) {
             let _ = self.queue.wake(id);
         }
     }
 
-    /// The boot of the running `vms[at]` ended (reset, power-off or fault): restart it as a
-    /// fresh vCPU (its rebuild runs a piece at a time, see `rebuild`), or stop it, as its
-    /// policy says.
+    /// PSCI CPU_OFF of the running `vms[at]` (another vCPU of its VM is on): it is taken
+    /// off the CPU and waits for a CPU_ON.
+    fn power_off(&mut self, at: usize) {
+        self.switch_out();
+        self.vms[at].cpu_off();
+        let _ = self.queue.block(vcpu_of(&self.vms[at]), None);
+    }
+
+    /// The boot of the running `vms[at]` ended (reset, power-off or fault): it is parked
+    /// and its VM's other vCPUs are told to park too; the CPU of vCPU 0 then restarts the
+    /// VM or stops it, as its policy says.
     fn end_boot(&mut self, at: usize, end: BootEnd) {
         self.switch_out();
-        match self.vms[at].end_boot(end) {
-            Some(how) => self.stop(at, how),
-            None => {
-                let vm = &self.vms[at];
-                let id = vcpu_of(vm);
-                let _ = self.queue.remove(id);
-                if let Err(e) = self.queue.add(id, vm.priority()) {
-                    panic!("CPU {}: run queue: {e:?}", self.cpu);
-                }
+        self.vms[at].park(Some(end));
+        let _ = self.queue.block(vcpu_of(&self.vms[at]), None);
+        self.settle_endings();
+    }
+
+    /// Parks this CPU's vCPUs of VMs whose boot is ending, drops those of VMs that stopped
+    /// for good, and lets vCPU 0 of a VM whose vCPUs are all parked end its boot.
+    fn settle_endings(&mut self) {
+        let mut at = 0;
+        while at < self.vms.len() {
+            let vm = &self.vms[at];
+            if vm.retired() {
+                self.drop_vcpu(at);
+                continue;
             }
+            if vm.ending() && vm.is_on() {
+                if self.loaded == Some(vcpu_of(vm)) {
+                    self.switch_out();
+                }
+                self.vms[at].park(None);
+                let _ = self.queue.block(vcpu_of(&self.vms[at]), None);
+            }
+            match self.vms[at].settle_end() {
+                Some(Some(how)) => {
+                    self.stop(at, how);
+                    continue;
+                }
+                Some(None) => {
+                    let vm = &self.vms[at];
+                    let id = vcpu_of(vm);
+                    let _ = self.queue.remove(id);
+                    if let Err(e) = self.queue.add(id, vm.priority()) {
+                        panic!("CPU {}: run queue: {e:?}", self.cpu);
+                    }
+                }
+                None => {}
+            }
+            at += 1;
         }
     }
 
-    /// `vms[at]` stops for good; the others keep running. The last VM of the machine ends
-    /// the run.
+    /// Drops `vms[at]`, a vCPU (not vCPU 0) of a VM that stopped for good.
+    fn drop_vcpu(&mut self, at: usize) {
+        if self.loaded == Some(vcpu_of(&self.vms[at])) {
+            self.switch_out();
+        }
+        let vm = self.vms.remove(at);
+        let _ = self.queue.remove(vcpu_of(&vm));
+    }
+
+    /// `vms[at]`, vCPU 0 of its VM, stops for good with its VM; the others keep running.
+    /// The last VM of the machine ends the run.
     fn stop(&mut self, at: usize, how: Stop) {
-        if self.loaded == Some(self.vms[at].index()) {
+        if self.loaded == Some(vcpu_of(&self.vms[at])) {
             self.switch_out();
         }
         let mut vm = self.vms.remove(at);

@@ -10,6 +10,7 @@
 //! another VM's memory; callers pass only the validated regions and channels of one VM.
 
 use core::arch::asm;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use aarch64_cpu::registers::{Readable, Writeable, VTCR_EL2, VTTBR_EL2};
 use aarch64_paging::descriptor::{PhysicalAddress, Stage2Attributes};
@@ -60,8 +61,9 @@ pub struct Stage2Map {
     mapping: Mapping<IdTranslation<Stage2Attributes>, Stage2>,
     vmid: u8,
     /// The TLBs may hold translations of this VMID that are no longer right (a new map, or a
-    /// guest restarted on the same map): drop them at the next activation.
-    stale_tlb: bool,
+    /// guest restarted on the same map): drop them at the next activation (on any CPU: the
+    /// invalidation is broadcast to the inner-shareable domain).
+    stale_tlb: AtomicBool,
 }
 
 impl Stage2Map {
@@ -69,7 +71,7 @@ impl Stage2Map {
         Stage2Map {
             mapping: Mapping::new(IdTranslation::new(), ROOT_LEVEL, Stage2),
             vmid,
-            stale_tlb: true,
+            stale_tlb: AtomicBool::new(true),
         }
     }
 
@@ -108,19 +110,18 @@ impl Stage2Map {
 
     /// Selects this map for EL1/EL0 on this CPU. Translations are tagged with the VMID, so
     /// switching between VMs needs no TLB maintenance; only stale entries are dropped.
-    pub fn activate(&mut self) {
+    pub fn activate(&self) {
         VTCR_EL2.set(vtcr());
         VTTBR_EL2.set(self.vttbr());
-        if self.stale_tlb {
+        if self.stale_tlb.swap(false, Ordering::AcqRel) {
             invalidate_selected_vmid();
-            self.stale_tlb = false;
         }
     }
 
     /// The guest restarts from scratch: its stage-1 translations cached under this VMID
     /// must go at the next activation.
-    pub fn forget_translations(&mut self) {
-        self.stale_tlb = true;
+    pub fn forget_translations(&self) {
+        self.stale_tlb.store(true, Ordering::Release);
     }
 }
 
