@@ -37,7 +37,12 @@ enum Op {
 }
 
 fn spec(f: &Fabric) -> Option<Spec> {
-    let regions: Vec<u64> = f.regions.iter().take(4).map(|&s| u64::from(s) + 1).collect();
+    let regions: Vec<u64> = f
+        .regions
+        .iter()
+        .take(4)
+        .map(|&s| u64::from(s) + 1)
+        .collect();
     if regions.is_empty() || f.compat.is_empty() || f.vms.is_empty() {
         return None;
     }
@@ -84,7 +89,11 @@ fn highest_waits_only_for_peers(m: &Manager) {
                 }
             };
             if let Some(p) = holder {
-                assert!(p >= top, "{r:?} queued behind priority {p} on region {}", b.prr);
+                assert!(
+                    p >= top,
+                    "{r:?} queued behind priority {p} on region {}",
+                    b.prr
+                );
             }
         }
     }
@@ -147,7 +156,11 @@ fn drain(m: &mut Manager, now: &mut u64) {
         *now += 1_000_000;
         m.check().unwrap();
     }
-    assert!(m.search_list().is_empty(), "unanswered: {:?}", m.search_list());
+    assert!(
+        m.search_list().is_empty(),
+        "unanswered: {:?}",
+        m.search_list()
+    );
 }
 
 fuzz_target!(|input: (Fabric, Vec<Op>)| {
