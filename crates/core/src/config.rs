@@ -255,6 +255,17 @@ impl MemoryRegion {
     }
 }
 
+impl VmConfig {
+    /// The physical address of `len` bytes at guest-physical `ipa`, when they all lie in
+    /// one of the VM's memory regions (a DMA on the VM's behalf, `accel::job`).
+    pub fn translate(&self, ipa: u64, len: u64) -> Option<u64> {
+        self.memory.iter().find_map(|m| {
+            let inside = ipa >= m.base && len <= m.size && ipa - m.base <= m.size - len;
+            inside.then_some(m.phys? + (ipa - m.base))
+        })
+    }
+}
+
 /// The program a VM boots: copied to `load` (guest-physical) and entered there.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageConfig {
@@ -474,9 +485,18 @@ fn validate_vm(
 /// The device tree Partita generates for the VM must fit the `DTB_SIZE` bytes reserved for
 /// it (many devices could overflow it): `guest_fdt` says so.
 fn validate_device_tree(cfg: &SystemConfig, board: &Board, vm: &VmConfig) -> Result<(), String> {
-    crate::fdt::guest_fdt(vm, &cfg.channels_of(&vm.name), board, &[0; 32])
-        .map(drop)
-        .map_err(|e| format!("{e}"))
+    crate::fdt::guest_fdt(
+        vm,
+        &cfg.channels_of(&vm.name),
+        &cfg.accelerators_of(&vm.name)
+            .into_iter()
+            .map(|(_, a)| a)
+            .collect::<Vec<_>>(),
+        board,
+        &[0; 32],
+    )
+    .map(drop)
+    .map_err(|e| format!("{e}"))
 }
 
 fn validate_bootargs(bootargs: &str) -> Result<(), String> {

@@ -12,6 +12,7 @@
 
 pub mod functions;
 pub mod interface;
+pub mod job;
 pub mod manager;
 pub mod policy;
 pub mod prr;

@@ -63,7 +63,7 @@ const fn twiddles() -> [(i32, i32); MAX_N / 2] {
 }
 
 /// Transforms every block of N of `input` (symbols) into `output`.
-pub fn frame<const N: usize>(input: &[u8], output: &mut [u8]) {
+pub fn frame<const N: usize>(input: &[u8], output: &mut [u8], pace: &mut dyn FnMut()) {
     let symbols = input.len() / super::SYMBOL_BYTES;
     let mut block = [(0i32, 0i32); N];
     for b in 0..symbols.div_ceil(N) {
@@ -76,7 +76,7 @@ pub fn frame<const N: usize>(input: &[u8], output: &mut [u8]) {
                 (0, 0)
             };
         }
-        transform(&mut block);
+        transform(&mut block, pace);
         for (k, &(re, im)) in block.iter().enumerate() {
             put_symbol(output, b * N + k, (re as i16, im as i16));
         }
@@ -84,7 +84,7 @@ pub fn frame<const N: usize>(input: &[u8], output: &mut [u8]) {
 }
 
 /// In-place scaled FFT of a power-of-two block of at most 1,024 points.
-fn transform(x: &mut [(i32, i32)]) {
+fn transform(x: &mut [(i32, i32)], pace: &mut dyn FnMut()) {
     let n = x.len();
     let bits = n.trailing_zeros();
     for i in 0..n {
@@ -107,6 +107,7 @@ fn transform(x: &mut [(i32, i32)]) {
             }
         }
         len *= 2;
+        pace();
     }
 }
 

@@ -79,14 +79,26 @@ impl Function {
     /// Computes one frame: `input` is `input_frame()` bytes, `output` `output_frame()`
     /// bytes; other lengths are refused (the fabric checks sizes before it starts a job).
     pub fn frame(self, input: &[u8], output: &mut [u8]) -> Result<(), WrongLength> {
+        self.frame_paced(input, output, &mut || {})
+    }
+
+    /// `frame`, calling `pace` after every few thousand instructions' worth of work (256
+    /// symbols mapped, or one stage of one stage of an FFT block): the emulated
+    /// fabric yields its CPU there so it never holds it for long (`docs/accelerators.md`).
+    pub fn frame_paced(
+        self,
+        input: &[u8],
+        output: &mut [u8],
+        pace: &mut dyn FnMut(),
+    ) -> Result<(), WrongLength> {
         if input.len() != self.input_frame() || output.len() != self.output_frame() {
             return Err(WrongLength);
         }
         match self {
-            Function::Qam16 => qam::map(input, FRAME_BITS, 4, output),
-            Function::Qam64 => qam::map(input, FRAME_BITS, 6, output),
-            Function::Fft512 => fft::frame::<512>(input, output),
-            Function::Fft1024 => fft::frame::<1024>(input, output),
+            Function::Qam16 => qam::map(input, FRAME_BITS, 4, output, pace),
+            Function::Qam64 => qam::map(input, FRAME_BITS, 6, output, pace),
+            Function::Fft512 => fft::frame::<512>(input, output, pace),
+            Function::Fft1024 => fft::frame::<1024>(input, output, pace),
         }
         Ok(())
     }

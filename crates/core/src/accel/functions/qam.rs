@@ -33,7 +33,13 @@ fn level(g: u32, half: usize) -> i32 {
 }
 
 /// Maps `frame_bits` bits of `input` to symbols of `bits` bits each in `output`.
-pub fn map(input: &[u8], frame_bits: usize, bits: usize, output: &mut [u8]) {
+pub fn map(
+    input: &[u8],
+    frame_bits: usize,
+    bits: usize,
+    output: &mut [u8],
+    pace: &mut dyn FnMut(),
+) {
     let half = bits / 2;
     let mask = (1u32 << half) - 1;
     let mut acc = 0u32;
@@ -57,6 +63,9 @@ pub fn map(input: &[u8], frame_bits: usize, bits: usize, output: &mut [u8]) {
         let i = level(word >> half, half) * step(bits);
         let q = level(word & mask, half) * step(bits);
         put_symbol(output, s, (i as i16, q as i16));
+        if s % 256 == 255 {
+            pace();
+        }
     }
 }
 
