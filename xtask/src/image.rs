@@ -28,13 +28,6 @@ pub struct BootImage {
 /// Builds the boot image of `system` around the hypervisor ELF `hypervisor`.
 pub fn assemble(system: &System, hypervisor: &[u8]) -> Result<BootImage> {
     let board = system.config.board.platform.board();
-    // The fabric is modelled, validated and planned (`partita_core::accel`, docs/accelerators.md)
-    // but the EL2 side that runs it is not built yet: refuse rather than silently ignore it.
-    ensure!(
-        system.config.fabric.is_none(),
-        "{}: [fabric]: the hypervisor does not run reconfigurable accelerators yet (docs/accelerators.md, \"Status\"); `cargo xtask check-config` validates the section",
-        system.file.display()
-    );
     let mut bytes = Executable::parse(hypervisor)
         .and_then(|e| e.flatten_hypervisor(board.hypervisor_load))
         .context("cannot flatten the hypervisor ELF")?;

@@ -283,6 +283,7 @@ impl Vm {
                 );
             }
         }
+        crate::fabric::map(index, &mut stage2);
         let board = system.bundle.config.board.platform.board();
         let mut forwarded = config.irqs.clone();
         if config.timer == TimerMode::Physical {
@@ -323,8 +324,19 @@ impl Vm {
         let builder = Builder {
             images,
             memory,
-            fdt: GuestFdt::new(config, &channels, board)
-                .unwrap_or_else(|e| panic!("vm {}: device tree: {e}", config.name)),
+            fdt: GuestFdt::new(
+                config,
+                &channels,
+                &system
+                    .bundle
+                    .config
+                    .accelerators_of(&config.name)
+                    .into_iter()
+                    .map(|(_, a)| a)
+                    .collect::<Vec<_>>(),
+                board,
+            )
+            .unwrap_or_else(|e| panic!("vm {}: device tree: {e}", config.name)),
             rebuild: None,
         };
         let mut vm = Vm::join(shared, 0, physical_timer);
@@ -410,6 +422,9 @@ impl Vm {
         let Some(rebuild) = builder.rebuild.as_mut() else {
             return true;
         };
+        if !crate::fabric::quiet(shared.index) {
+            return false;
+        }
         if let Some(m) = builder.memory.get_mut(rebuild.region) {
             let blobs = rebuild.blobs(shared.config, &builder.images);
             let at = m.guest.base + rebuild.offset;
@@ -839,6 +854,7 @@ impl Vm {
 
     fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
         console::finish_vm_line(self.shared.index);
+        crate::fabric::release(self.shared.index);
         let name = &self.shared.name;
         let boots = self.shared.boots.load(Ordering::Relaxed);
         let config = self.shared.config;
@@ -871,6 +887,8 @@ impl Vm {
         for &intid in &self.shared.forwarded {
             gic::disable(self.shared.board, intid);
         }
+        crate::fabric::release(self.shared.index);
+        crate::fabric::forget(self.shared.index);
         self.release_interrupts();
         self.shared.retired.store(true, Ordering::Release);
         for vcpu in 1..self.shared.vcpus.len() {
