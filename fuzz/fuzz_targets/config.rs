@@ -31,7 +31,7 @@ fn check_layout(config: &SystemConfig) {
     for vm in &config.vms {
         for m in &vm.memory {
             let phys = m.physical().expect("validated memory is planned");
-            assert!(board.ram.contains(&phys), "{phys:?} outside RAM");
+            assert!(board.ram_bank_of(&phys).is_some(), "{phys:?} outside RAM");
             assert!(
                 !phys.overlaps(&board.hypervisor),
                 "{phys:?} overlaps Partita"
@@ -45,7 +45,10 @@ fn check_layout(config: &SystemConfig) {
     }
     for channel in &config.channels {
         let phys = channel.physical().expect("a validated channel is planned");
-        assert!(board.ram.contains(&phys), "channel {phys:?} outside RAM");
+        assert!(
+            board.ram_bank_of(&phys).is_some(),
+            "channel {phys:?} outside RAM"
+        );
         assert!(!phys.overlaps(&board.hypervisor), "channel over Partita");
         assert!(
             !placed.iter().any(|p| p.overlaps(&phys)),

@@ -69,6 +69,7 @@ fn vm(name: &str) -> VmConfig {
         on_poweroff: EndAction::Stop,
         timer: TimerMode::Virtual,
         irqs: vec![],
+        migrate: false,
     }
 }
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use partita_core::board::Platform;
 use partita_core::config::ConsoleView;
 
 use crate::config::{self, System};
@@ -50,10 +51,22 @@ fn cargo_build_release(package: &str, target: &str) -> Result<()> {
         .current_dir(root()))
 }
 
-/// Builds the hypervisor and every guest, and flattens the guests.
+/// Builds the hypervisor for `platform` (linked at its board's address, describing that
+/// board), each platform in its own Cargo target directory so none rebuilds another's.
+pub fn hypervisor(platform: Platform) -> Result<()> {
+    step(format!("building hypervisor for {}", platform.name()));
+    run(Command::new("cargo")
+        .args(["build", "--release", "--target", HYPERVISOR_TARGET])
+        .args(["-p", HYPERVISOR_PACKAGE])
+        .arg("--target-dir")
+        .arg(paths::hypervisor_target_dir(platform))
+        .env("PARTITA_PLATFORM", platform.name())
+        .current_dir(root()))
+}
+
+/// Builds every guest and flattens it (the hypervisor is built with each boot image, for
+/// its configuration's board).
 pub fn binaries() -> Result<()> {
-    step("building hypervisor");
-    cargo_build_release(HYPERVISOR_PACKAGE, HYPERVISOR_TARGET)?;
     for guest in &GUESTS {
         step(format!("building guest {}", guest.name));
         cargo_build_release(guest.package, GUEST_TARGET)?;
@@ -68,9 +81,12 @@ pub fn binaries() -> Result<()> {
     Ok(())
 }
 
-/// The hypervisor ELF path, for gdb.
-pub fn hypervisor_elf() -> std::path::PathBuf {
-    paths::release_elf(HYPERVISOR_TARGET, HYPERVISOR_BIN)
+/// The path of the hypervisor ELF built for `platform`.
+pub fn hypervisor_elf(platform: Platform) -> std::path::PathBuf {
+    paths::hypervisor_target_dir(platform)
+        .join(HYPERVISOR_TARGET)
+        .join("release")
+        .join(HYPERVISOR_BIN)
 }
 
 /// Loads `config_file` and writes its boot image to `out`. With a `job`, every Linux VM runs
@@ -125,7 +141,9 @@ pub fn boot_image_with(
         };
         vm.bootargs = args.to_owned();
     }
-    let elf_path = hypervisor_elf();
+    let platform = system.config.board.platform;
+    hypervisor(platform)?;
+    let elf_path = hypervisor_elf(platform);
     let elf = fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
     let BootImage {
         bytes,

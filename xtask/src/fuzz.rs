@@ -24,7 +24,7 @@ pub struct FuzzTarget {
     pub covers: &'static str,
 }
 
-pub const TARGETS: [FuzzTarget; 10] = [
+pub const TARGETS: [FuzzTarget; 11] = [
     FuzzTarget {
         name: "trap",
         covers: "ESR_EL2 syndromes, MMIO access decoding and loads, sysreg ISS, fault IPA",
@@ -36,6 +36,10 @@ pub const TARGETS: [FuzzTarget; 10] = [
     FuzzTarget {
         name: "vgic",
         covers: "vGIC distributor, redistributors, SGI requests, list-register flush/sync",
+    },
+    FuzzTarget {
+        name: "vgic_v2",
+        covers: "vGICv2 distributor (banked, ITARGETSR, GICD_SGIR), GICH_LR round trips",
     },
     FuzzTarget {
         name: "pl011",

@@ -32,7 +32,7 @@ pub fn describe(system: &System) -> String {
         "board {}: {} physical CPU(s), RAM {}, Partita {} (loaded at {:#x})",
         board.platform.name(),
         cfg.board.cpus,
-        range(board.ram),
+        board.ram_ranges(),
         range(board.hypervisor),
         board.hypervisor_load
     );

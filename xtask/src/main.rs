@@ -322,6 +322,7 @@ fn run(config: &Path, job: Option<&str>, options: &RunOptions) -> Result<ExitCod
         ));
     }
     let machine = Machine {
+        board: system.config.board.platform.board(),
         cpu: options.cpu,
         cpus: system.config.board.cpus,
         clock: Clock::for_run(options.icount, job.is_none()),
@@ -377,9 +378,7 @@ fn run_native_freertos(
     let image = paths::guest_image("freertos");
     let machine = Machine {
         cpu,
-        cpus: 1,
-        clock: Clock::for_run(icount, append.is_none()),
-        gdb: false,
+        ..Machine::single(Clock::for_run(icount, append.is_none()))
     };
     let mut cmd = machine.command(&image);
     if let Some(bootargs) = append {
@@ -414,14 +413,16 @@ fn debug(config: &Path, cpu: Cpu) -> Result<ExitCode> {
         log_dir: Some(paths::run_logs()),
     };
     let system = build::boot_image(config, &image, None, &console)?;
+    let platform = system.config.board.platform;
     let machine = Machine {
+        board: platform.board(),
         cpu,
         cpus: system.config.board.cpus,
         clock: Clock::Host,
         gdb: true,
     };
     let mut gdb = Command::new("gdb-multiarch");
-    gdb.arg(build::hypervisor_elf())
+    gdb.arg(build::hypervisor_elf(platform))
         .args(["-ex", &format!("target remote :{GDB_PORT}")]);
     step(format!(
         "QEMU waits for gdb on port {GDB_PORT}; in another terminal run:\n    {}",
@@ -454,7 +455,7 @@ fn clean() -> Result<()> {
 /// and prints the layout.
 fn check_config(file: &Path) -> Result<()> {
     let system = config::load(file)?;
-    let size = match fs::read(build::hypervisor_elf()) {
+    let size = match fs::read(build::hypervisor_elf(system.config.board.platform)) {
         Ok(elf) => {
             let image = image::assemble(&system, &elf)?;
             format!(

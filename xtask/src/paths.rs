@@ -6,6 +6,8 @@
 use std::env;
 use std::path::{Path, PathBuf};
 
+use partita_core::board::Platform;
+
 /// The Rust target of the bare-metal guests.
 pub const GUEST_TARGET: &str = "aarch64-unknown-none";
 /// The Rust target of the hypervisor: its code never touches the FP/SIMD registers, so a
@@ -24,6 +26,12 @@ pub fn root() -> PathBuf {
 /// Cargo's target directory, honouring `CARGO_TARGET_DIR`.
 fn target_dir() -> PathBuf {
     env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+/// Cargo's target directory for the hypervisor built for `platform`: one per board, so
+/// building for one never rebuilds another's.
+pub fn hypervisor_target_dir(platform: Platform) -> PathBuf {
+    target_dir().join("board").join(platform.name())
 }
 
 /// The release ELF of binary `bin` built for Rust target `target`.

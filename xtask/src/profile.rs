@@ -168,7 +168,7 @@ fn measure(options: &Options) -> Result<Profile> {
         options.job.as_deref(),
         &ConsoleUse::AllTagged,
     )?;
-    let elf_path = build::hypervisor_elf();
+    let elf_path = build::hypervisor_elf(system.config.board.platform);
     let elf = fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
     let executable = Executable::parse(&elf)?;
     let (lo, hi) = executable
@@ -180,6 +180,7 @@ fn measure(options: &Options) -> Result<Profile> {
     let out = dir.join("profile.txt");
     let _ = fs::remove_file(&out);
     let mut cmd = Machine {
+        board: system.config.board.platform.board(),
         cpu: options.cpu,
         cpus: system.config.board.cpus,
         clock: Clock::Counted,

@@ -1,4 +1,5 @@
-//! The one emulated machine every QEMU run uses: `virt` with EL2 and a GICv3, no network,
+//! The one emulated machine every QEMU run uses: a board Partita knows (by default `virt`
+//! with EL2 and a GICv3; its `-M` and `-m` come from the board description), no network,
 //! semihosting for Partita's exit status, the boot program as `-kernel`.
 //!
 //! Partita's runs, the native Linux and FreeRTOS runs, Xen, the bench, `debug`, the
@@ -11,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use clap::ValueEnum;
+use partita_core::board::{Board, Platform};
 
 /// The CPU model QEMU emulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -83,6 +85,7 @@ pub const GDB_PORT: u16 = 1234;
 /// What to start QEMU with.
 #[derive(Clone, Copy, Debug)]
 pub struct Machine {
+    pub board: &'static Board,
     pub cpu: Cpu,
     pub cpus: u8,
     pub clock: Clock,
@@ -94,6 +97,7 @@ impl Machine {
     /// One CPU of the default model: the machine of the native, Xen and smoke runs.
     pub fn single(clock: Clock) -> Machine {
         Machine {
+            board: Platform::QemuVirt.board(),
             cpu: Cpu::CortexA72,
             cpus: 1,
             clock,
@@ -105,9 +109,10 @@ impl Machine {
     /// network card (the default one needs `ipxe-qemu`'s ROM, and no guest has a network).
     pub fn board(&self) -> Command {
         let mut cmd = Command::new("qemu-system-aarch64");
-        cmd.args(["-M", "virt,virtualization=on,gic-version=3"])
+        cmd.args(["-M", self.board.qemu.machine])
             .args(["-cpu", self.cpu.qemu_name()])
-            .args(["-m", "4G"])
+            .args(["-m", self.board.qemu.memory])
+            .args(self.board.qemu.extra)
             .args(["-smp", &self.cpus.to_string()])
             .args(["-nic", "none"]);
         cmd
@@ -136,6 +141,7 @@ mod tests {
     #[test]
     fn the_command_line_follows_the_contract() {
         let machine = Machine {
+            board: Platform::QemuVirt.board(),
             cpu: Cpu::Max,
             cpus: 2,
             clock: Clock::Counted,

@@ -318,6 +318,7 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
             };
             let system = build::boot_image(&config, &image, scenario.job, &console)?;
             let machine = Machine {
+                board: system.config.board.platform.board(),
                 cpu: scenario.cpu,
                 cpus: system.config.board.cpus,
                 clock: scenario.clock(),
@@ -329,9 +330,7 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
             let image = paths::guest_image("freertos");
             let machine = Machine {
                 cpu: scenario.cpu,
-                cpus: 1,
-                clock: scenario.clock(),
-                gdb: false,
+                ..Machine::single(scenario.clock())
             };
             let mut cmd = machine.command(&image);
             cmd.args(["-append", bootargs]);

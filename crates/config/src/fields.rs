@@ -68,6 +68,15 @@ impl<'a> Fields<'a> {
         as_str(&self.key(name), self.required(name)?)
     }
 
+    pub fn boolean(&self, name: &str) -> Result<Option<bool>, ConfigError> {
+        self.get(name)
+            .map(|v| {
+                v.as_bool()
+                    .ok_or_else(|| wrong_type(&self.key(name), "true or false", v))
+            })
+            .transpose()
+    }
+
     pub fn u8(&self, name: &str) -> Result<Option<u8>, ConfigError> {
         self.get(name)
             .map(|v| integer(&self.key(name), v))

@@ -20,7 +20,7 @@ use super::fields::{integer, wrong_type, Fields};
 
 const TOP_KEYS: [&str; 5] = ["board", "vm", "console", "channel", "fabric"];
 const BOARD_KEYS: [&str; 3] = ["platform", "cpus", "slice_us"];
-const VM_KEYS: [&str; 14] = [
+const VM_KEYS: [&str; 15] = [
     "name",
     "kind",
     "priority",
@@ -35,6 +35,7 @@ const VM_KEYS: [&str; 14] = [
     "on_poweroff",
     "timer",
     "irqs",
+    "migrate",
 ];
 const CONSOLE_KEYS: [&str; 1] = ["view"];
 const MEMORY_KEYS: [&str; 3] = ["base", "size", "phys"];
@@ -303,6 +304,7 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
     let on_poweroff = end_action(&f, "on_poweroff")?;
     let timer = timer(&f)?;
     let irqs = f.u32_array("irqs")?;
+    let migrate = f.boolean("migrate")?.unwrap_or(false);
     let devices = f
         .tables("device")?
         .into_iter()
@@ -324,6 +326,7 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
         on_poweroff,
         timer,
         irqs,
+        migrate,
     })
 }
 
@@ -582,7 +585,7 @@ mod tests {
     #[test]
     fn shape_mistakes_name_the_key() {
         let cases = [
-            ("platform = \"qemu-virt\"", "platform = \"rpi4\"", "board.platform: unknown platform \"rpi4\"; known platforms: qemu-virt"),
+            ("platform = \"qemu-virt\"", "platform = \"rpi4\"", "board.platform: unknown platform \"rpi4\"; known platforms: qemu-virt, zcu102"),
             ("kind = \"rtos\"", "kind = \"linux\"", "vm[0].kind: unknown kind \"linux\"; expected \"rtos\" or \"gpos\""),
             ("type = \"testdev\"", "type = \"virtio\"", "vm[0].device[1].type: unknown device type \"virtio\"; known types: pl011, testdev"),
             ("irq = 33", "", "vm[0].device[0].irq: missing required key"),

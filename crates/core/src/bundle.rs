@@ -183,6 +183,7 @@ mod tests {
                     on_poweroff: EndAction::Stop,
                     timer: crate::config::TimerMode::Virtual,
                     irqs: vec![],
+                    migrate: false,
                 })
                 .collect(),
             channels: vec![],

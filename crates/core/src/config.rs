@@ -150,6 +150,9 @@ pub struct VmConfig {
     /// The VM's lines of the interrupt destination table: physical SPIs it owns, forwarded
     /// to the same INTID in its virtual GIC.
     pub irqs: Vec<u32>,
+    /// A vCPU preempted at EL1 by a higher-priority VM on its CPU moves to the CPU of
+    /// another of its VM's vCPUs until its own CPU idles (docs/smp.md).
+    pub migrate: bool,
 }
 
 /// Which EL1 timer a VM keeps time with, and how Partita treats it.
@@ -394,14 +397,14 @@ fn range(r: &Region) -> String {
 /// Checks every rule that concerns the configuration alone. Call after `plan_memory`.
 pub fn validate(cfg: &SystemConfig) -> Result<(), ConfigError> {
     let board = cfg.board.platform.board();
-    if cfg.board.cpus == 0 || cfg.board.cpus > board.max_cpus {
+    if cfg.board.cpus == 0 || cfg.board.cpus > board.max_cpus() {
         return Err(ConfigError::new(
             "board.cpus",
             format!(
                 "{} physical CPUs requested, but {} has 1 to {}",
                 cfg.board.cpus,
                 board.platform.name(),
-                board.max_cpus
+                board.max_cpus()
             ),
         ));
     }
@@ -578,13 +581,14 @@ pub(crate) fn check_physical(
             format!("{:#x} is not aligned to 4 KiB", phys.base),
         ));
     }
-    if !board.ram.contains(phys) {
+    if board.ram_bank_of(phys).is_none() {
         return Err(ConfigError::new(
             key(),
             format!(
-                "physical range {} is outside RAM ({})",
+                "physical range {} is outside the RAM banks of {} ({})",
                 range(phys),
-                range(&board.ram)
+                board.name,
+                board.ram_ranges()
             ),
         ));
     }
@@ -634,7 +638,9 @@ fn validate_devices(board: &Board, vm: &VmConfig, i: usize) -> Result<(), Config
         }
         // The virtual GIC answers its windows first; a device there would never be reached
         // by the general exit path, yet the UART fast path would take it.
-        if let Some(gic) = [board.gicd, board.gicr]
+        if let Some(gic) = board
+            .gic
+            .guest_windows(vm.cpus.len().max(1))
             .into_iter()
             .find(|g| g.overlaps(&w))
         {
@@ -822,7 +828,7 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
                     format!(
                         "no free physical memory for {:#x} bytes (RAM is {}, Partita keeps {})",
                         m.size,
-                        range(&board.ram),
+                        board.ram_ranges(),
                         range(&board.hypervisor)
                     ),
                 )
@@ -831,8 +837,8 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
             taken.push(Region::new(phys, m.size));
         }
     }
-    channel::plan(&mut cfg.channels, board.ram, &mut taken)?;
-    fabric::plan(cfg, board.ram, &mut taken)
+    channel::plan(&mut cfg.channels, board, &mut taken)?;
+    fabric::plan(cfg, board, &mut taken)
 }
 
 /// The largest stage-2 block size (4 KiB, 2 MiB, 1 GiB) both `base` and `size` allow.
@@ -843,7 +849,13 @@ fn block_alignment(base: u64, size: u64) -> u64 {
         .unwrap_or(PAGE_SIZE)
 }
 
-fn first_fit(ram: Region, taken: &[Region], size: u64, align: u64) -> Option<u64> {
+/// The lowest `align`-aligned address of `size` free bytes in one of the `ram` banks.
+pub(crate) fn first_fit(ram: &[Region], taken: &[Region], size: u64, align: u64) -> Option<u64> {
+    ram.iter()
+        .find_map(|bank| first_fit_in(*bank, taken, size, align))
+}
+
+fn first_fit_in(ram: Region, taken: &[Region], size: u64, align: u64) -> Option<u64> {
     let ram_end = ram.end()?;
     let mut candidate = ram.base.next_multiple_of(align);
     loop {
@@ -912,6 +924,7 @@ pub(crate) mod tests {
             on_poweroff: EndAction::Stop,
             timer: TimerMode::Virtual,
             irqs: vec![],
+            migrate: false,
         }
     }
 

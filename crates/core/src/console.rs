@@ -89,6 +89,13 @@ pub trait Terminal {
 /// OSC `ESC ]` and two-byte `ESC x`) are removed, carriage returns dropped, tabs kept and
 /// every other control character replaced by `?`.
 pub fn sanitize(line: &[u8], out: &mut Vec<u8>) {
+    // The common line, printable ASCII and perhaps a carriage return (dropped) at its end,
+    // in one copy.
+    let body = line.strip_suffix(b"\r").unwrap_or(line);
+    if body.iter().all(|b| (0x20..0x7f).contains(b)) {
+        out.extend_from_slice(body);
+        return;
+    }
     let mut bytes = line.iter().copied().peekable();
     while let Some(byte) = bytes.next() {
         match byte {
@@ -201,11 +208,15 @@ impl VmOutput {
 
     /// The VM wrote `bytes` while the terminal shows it as `shown`.
     pub fn write(&mut self, bytes: &[u8], shown: Shown, terminal: &mut impl Terminal) {
-        for &byte in bytes {
-            if byte != b'\n' {
-                self.line.push(byte);
-            }
-            if byte == b'\n' || self.line.len() >= MAX_LINE {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            // Up to the next line end, or as much as the line has room for.
+            let room = MAX_LINE.saturating_sub(self.line.len());
+            let end = rest.iter().take(room).position(|&b| b == b'\n');
+            let take = end.unwrap_or(rest.len().min(room));
+            self.line.extend_from_slice(&rest[..take]);
+            rest = &rest[take + usize::from(end.is_some())..];
+            if end.is_some() || self.line.len() >= MAX_LINE {
                 self.end_line(shown, terminal);
             }
         }
@@ -284,6 +295,39 @@ mod tests {
         assert_eq!(clean(b"a\x1bcb\tc\x08d\x7f"), "ab\tc?d?");
         assert_eq!(clean(b"cut \x1b["), "cut ");
         assert_eq!(clean(b"cut \x1b"), "cut ");
+    }
+
+    /// Writing a stream in pieces of any size gives what writing it byte by byte gives.
+    #[test]
+    fn pieces_split_lines_as_single_bytes_do() {
+        let mut rng = crate::test_rng::Rng(16);
+        for _ in 0..200 {
+            let len = (rng.next() % 700) as usize;
+            let stream: Vec<u8> = (0..len)
+                .map(|_| match rng.next() % 8 {
+                    0 => b'\n',
+                    1 => (rng.next() % 0x20) as u8,
+                    _ => b'a' + (rng.next() % 26) as u8,
+                })
+                .collect();
+            for shown in [Shown::Raw, Shown::Tagged, Shown::Hidden] {
+                let (mut one, mut one_screen) = (VmOutput::new(), Screen::default());
+                for byte in &stream {
+                    one.write(core::slice::from_ref(byte), shown, &mut one_screen);
+                }
+                let (mut pieces, mut screen) = (VmOutput::new(), Screen::default());
+                let mut rest = &stream[..];
+                while !rest.is_empty() {
+                    let take = ((rng.next() % 300) as usize).min(rest.len());
+                    pieces.write(&rest[..take], shown, &mut screen);
+                    rest = &rest[take..];
+                }
+                assert_eq!(screen.raw, one_screen.raw);
+                assert_eq!(screen.tagged, one_screen.tagged);
+                assert_eq!(screen.log, one_screen.log);
+                assert_eq!(pieces.line, one.line);
+            }
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use core::fmt;
 
 use vm_fdt::FdtWriter;
 
-use crate::board::Board;
+use crate::board::{Board, Gic};
 use crate::config::{AcceleratorConfig, Access, DeviceConfig, VmChannel, VmConfig, DTB_SIZE};
 use crate::vgic::Affinity;
 
@@ -197,8 +197,13 @@ fn psci_node(fdt: &mut FdtWriter) -> Result<()> {
 /// The distributor and one redistributor frame pair (RD + SGI, `gicr_stride` bytes) per
 /// vCPU, in vCPU order.
 fn gic_node(fdt: &mut FdtWriter, board: &Board, vcpus: usize) -> Result<()> {
-    let gic = fdt.begin_node(&format!("intc@{:x}", board.gicd.base))?;
-    fdt.property_string("compatible", "arm,gic-v3")?;
+    let [distributor, cpu_side] = board.gic.guest_windows(vcpus);
+    let gic = fdt.begin_node(&format!("intc@{:x}", distributor.base))?;
+    let compatible = match board.gic {
+        Gic::V3(_) => "arm,gic-v3",
+        Gic::V2(_) => "arm,gic-400",
+    };
+    fdt.property_string("compatible", compatible)?;
     fdt.property_u32("#interrupt-cells", 3)?;
     // No child nodes (no ITS); dtc wants the cell count of every interrupt provider.
     fdt.property_u32("#address-cells", 0)?;
@@ -206,15 +211,15 @@ fn gic_node(fdt: &mut FdtWriter, board: &Board, vcpus: usize) -> Result<()> {
     fdt.property_array_u64(
         "reg",
         &[
-            board.gicd.base,
-            board.gicd.size,
-            board.gicr.base,
-            board.gicr_stride * vcpus as u64,
+            distributor.base,
+            distributor.size,
+            cpu_side.base,
+            cpu_side.size,
         ],
     )?;
     fdt.property_array_u32(
         "interrupts",
-        &ppi(board.maintenance_irq, IRQ_TYPE_LEVEL_HIGH),
+        &ppi(board, board.maintenance_irq, IRQ_TYPE_LEVEL_HIGH),
     )?;
     fdt.property_phandle(GIC_PHANDLE)?;
     fdt.end_node(gic)?;
@@ -223,8 +228,13 @@ fn gic_node(fdt: &mut FdtWriter, board: &Board, vcpus: usize) -> Result<()> {
 
 /// The GIC specifier of PPI `intid`; the GICv3 binding has no CPU mask, so the flags are
 /// only the trigger type.
-fn ppi(intid: u32, flags: u32) -> [u32; 3] {
-    [GIC_PPI, intid.saturating_sub(16), flags]
+fn ppi(board: &Board, intid: u32, flags: u32) -> [u32; 3] {
+    // The GICv2 binding names the VM's CPUs in bits 15:8.
+    let cpus = match board.gic {
+        Gic::V3(_) => 0,
+        Gic::V2(_) => 1 << 8,
+    };
+    [GIC_PPI, intid.saturating_sub(16), flags | cpus]
 }
 
 /// Timer PPIs in the binding's order: secure physical, non-secure physical, virtual,
@@ -240,7 +250,7 @@ fn timer_node(fdt: &mut FdtWriter, board: &Board) -> Result<()> {
         board.timer_hyp_irq,
     ]
     .into_iter()
-    .flat_map(|irq| ppi(irq, IRQ_TYPE_LEVEL_HIGH))
+    .flat_map(|irq| ppi(board, irq, IRQ_TYPE_LEVEL_HIGH))
     .collect();
     fdt.property_array_u32("interrupts", &cells)?;
     fdt.property_null("always-on")?;
@@ -400,6 +410,7 @@ mod tests {
             on_poweroff: EndAction::Stop,
             timer: crate::config::TimerMode::Virtual,
             irqs: vec![],
+            migrate: false,
         }
     }
 

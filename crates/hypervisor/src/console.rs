@@ -1,4 +1,4 @@
-//! The physical console: Partita's PL011 driver behind a spin lock, the `println!` macro for
+//! The physical console: the board's UART (`uart.rs`) behind a spin lock, the `println!` macro for
 //! hypervisor lines (`[partita] ...`) and each VM's output stream, shown as the current view
 //! says (`partita_core::console`): the focused VM byte for byte, or every VM's whole lines
 //! tagged `[<vm name>] `. A hidden VM's lines wait in its history until it is shown; with a
@@ -22,42 +22,24 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use partita_core::board::QEMU_VIRT;
 use partita_core::config::{ConsoleView, SystemConfig};
 use partita_core::console::{Terminal, View, VmOutput, MAX_LINE};
 use spin::{Mutex, Once};
 
 use crate::arch::aarch64::{gic, semihosting};
+use crate::uart::Uart;
 
-/// PL011 registers used (offsets): data, flags, interrupt mask.
-const UARTDR: usize = 0x00;
-const UARTFR: usize = 0x18;
-const UARTIMSC: usize = 0x38;
-const FR_RXFE: u32 = 1 << 4;
-const FR_TXFF: u32 = 1 << 5;
-/// UARTIMSC receive and receive-timeout interrupts.
-const IMSC_RX: u32 = (1 << 4) | (1 << 6);
-
-struct Pl011 {
-    base: usize,
+/// The physical UART and where its cursor is.
+struct Console {
+    uart: Uart,
     /// The last byte sent was a newline (or nothing was sent): the terminal's cursor is at
     /// the start of a line.
     at_line_start: bool,
 }
 
-impl Pl011 {
-    fn register(&self, offset: usize) -> *mut u32 {
-        (self.base + offset) as *mut u32
-    }
-
+impl Console {
     fn put(&mut self, byte: u8) {
-        // SAFETY: UARTFR and UARTDR are registers of the board's PL011, mapped as Device
-        // memory by `mmu`; 32-bit aligned volatile accesses are what the device expects, and
-        // the `CONSOLE` lock serialises them.
-        unsafe {
-            while self.register(UARTFR).read_volatile() & FR_TXFF != 0 {}
-            self.register(UARTDR).write_volatile(u32::from(byte));
-        }
+        self.uart.put(byte);
         self.at_line_start = byte == b'\n';
     }
 
@@ -73,27 +55,13 @@ impl Pl011 {
     }
 
     fn get(&mut self) -> Option<u8> {
-        // SAFETY: as in `put`; reading UARTDR pops one received character.
-        unsafe {
-            if self.register(UARTFR).read_volatile() & FR_RXFE != 0 {
-                return None;
-            }
-            Some(self.register(UARTDR).read_volatile() as u8)
-        }
-    }
-
-    fn enable_receive_interrupt(&mut self) {
-        // SAFETY: as in `put`; only the receive interrupts are unmasked.
-        unsafe {
-            let imsc = self.register(UARTIMSC).read_volatile();
-            self.register(UARTIMSC).write_volatile(imsc | IMSC_RX);
-        }
+        self.uart.get()
     }
 }
 
 /// Makes the physical UART raise its interrupt when a character arrives.
 pub fn enable_input() {
-    CONSOLE.lock().enable_receive_interrupt();
+    CONSOLE.lock().uart.enable_receive_interrupt();
 }
 
 fn next_input() -> Option<u8> {
@@ -107,7 +75,7 @@ pub fn read_input(mut take: impl FnMut(u8)) {
     }
 }
 
-impl Write for Pl011 {
+impl Write for Console {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         for b in s.bytes() {
             if b == b'\n' {
@@ -119,10 +87,15 @@ impl Write for Pl011 {
     }
 }
 
-static CONSOLE: Mutex<Pl011> = Mutex::new(Pl011 {
-    base: QEMU_VIRT.uart.base as usize,
+static CONSOLE: Mutex<Console> = Mutex::new(Console {
+    uart: Uart,
     at_line_start: true,
 });
+
+/// Sets the physical UART up (boot CPU, once, before the first line).
+pub fn init_uart() {
+    CONSOLE.lock().uart.init();
+}
 
 /// Prints one hypervisor line, `[partita] <args>`, on a line of its own whatever the view.
 pub fn print_line(args: fmt::Arguments) {
@@ -230,7 +203,7 @@ struct Screen<'a> {
 
 impl Screen<'_> {
     /// Prints the held lines, if any.
-    fn release(&mut self, uart: &mut Pl011) {
+    fn release(&mut self, uart: &mut Console) {
         if !self.held.is_empty() {
             uart.fresh_line();
             uart.put_all(self.held);

@@ -1,6 +1,7 @@
 //! Partita's own figures (`partita_core::counters`): per VM, exits by cause, injected
 //! interrupts, vCPU switches, time in the guest and at EL2, and the length of four hot
-//! paths (hypercall round trip, interrupt injection, vCPU switch, emulated device access);
+//! paths (hypercall round trip, interrupt injection, vCPU switch, emulated device access,
+//! and of that a character written to a UART);
 //! read by guests with
 //! PARTITA_COUNTER and printed on the console when a VM stops.
 //!
@@ -27,6 +28,8 @@ use crate::println;
 /// VMs with counters (configuration indices below this); others are not counted.
 const MAX_VMS: usize = 16;
 /// Words per VM: one per counter (`ElapsedNs`'s is unused), paths as count, min, sum, max.
+/// The device path's words hold the device accesses other than UART data-register writes
+/// (`UartWrite*`'s words), so a short exit folds one sample; `Device*` reads both together.
 const WORDS: usize = Counter::ALL.len();
 
 /// Why the last vCPU of a CPU exited, as far as the hot paths care.
@@ -118,8 +121,9 @@ const PMCCFILTR_ALL_ELS: u64 = 1 << 27;
 const PMCNTEN_CYCLES: u64 = 1 << 31;
 
 /// Whether the CPU has a PMUv3 (ID_AA64DFR0_EL1.PMUVer neither 0 nor IMPLEMENTATION
-/// DEFINED); without one the clock is the generic counter.
-static PMU: AtomicBool = AtomicBool::new(true);
+/// DEFINED); without one the clock is the generic counter. The world switch's data-abort
+/// vector reads the clock the same way (`vectors.rs`).
+pub(crate) static PMU: AtomicBool = AtomicBool::new(true);
 
 /// Starts this CPU's clock; call once per CPU before any VM (guests never reach the PMU:
 /// `Vcpu::load` sets MDCR_EL2's traps and `trap.rs` makes the registers read as zero).
@@ -136,6 +140,7 @@ pub fn init_cpu() {
 
 /// The EL2 clock in nanoseconds of virtual time (CNTPCT_EL0 at QEMU's 62.5 MHz, 16 ns a
 /// tick, on a CPU without PMU).
+#[inline]
 fn clock() -> u64 {
     if PMU.load(Ordering::Relaxed) {
         read_sysreg!("pmccntr_el0")
@@ -164,12 +169,16 @@ fn all_words(vm: usize) -> impl Iterator<Item = &'static [AtomicU64; WORDS]> {
 
 fn add(vm: usize, counter: Counter, amount: u64) {
     if let Some(w) = words(vm) {
-        let word = &w[counter as usize];
-        word.store(
-            word.load(Ordering::Relaxed).wrapping_add(amount),
-            Ordering::Relaxed,
-        );
+        add_words(w, counter, amount);
     }
+}
+
+fn add_words(w: &[AtomicU64; WORDS], counter: Counter, amount: u64) {
+    let word = &w[counter as usize];
+    word.store(
+        word.load(Ordering::Relaxed).wrapping_add(amount),
+        Ordering::Relaxed,
+    );
 }
 
 /// Charges EL2 time since the last mark to its owner (or to `entering` after idle).
@@ -212,8 +221,19 @@ pub fn entering(vm: usize) {
 }
 
 /// The statistics of the path whose first word (its count) is `first`; the next three
-/// words are min, sum (read as the mean) and max.
+/// words are min, sum (read as the mean) and max. The device path is every device access,
+/// its own words and the UART writes' together.
 fn path(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
+    let mut stats = words_of(w, first);
+    if first == Counter::DeviceCount {
+        stats.merge(&words_of(w, Counter::UartWriteCount));
+    }
+    stats
+}
+
+/// The path whose first word is `first`, as its words hold it.
+#[inline]
+fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
     let at = first as usize;
     PathStats {
         count: w[at].load(Ordering::Relaxed),
@@ -223,13 +243,18 @@ fn path(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
     }
 }
 
-/// Folds one sample into the path whose first word is `first`.
+/// Folds one sample into VM `vm`'s path whose first word is `first`.
 fn add_path_sample(vm: usize, first: Counter, ns: u64) {
-    let Some(w) = words(vm) else {
-        return;
-    };
+    if let Some(w) = words(vm) {
+        fold(w, first, ns);
+    }
+}
+
+/// Folds one sample into the path of `w` whose first word is `first`.
+#[inline]
+fn fold(w: &[AtomicU64; WORDS], first: Counter, ns: u64) {
     let at = first as usize;
-    let mut stats = path(w, first);
+    let mut stats = words_of(w, first);
     stats.add(ns);
     w[at].store(stats.count, Ordering::Relaxed);
     w[at + 1].store(stats.min, Ordering::Relaxed);
@@ -263,16 +288,63 @@ pub fn device_access() {
     cpu().kind.store(ExitKind::Device as u64, Ordering::Relaxed);
 }
 
-/// VM `vm`'s vCPU goes back in after the exit fast path answered a device access: the
-/// trap, its EL2 time and the device path in one update, without `trap` and `entering`.
-pub fn device_reentry(vm: usize) {
-    let now = clock();
-    let cpu = cpu();
-    let since = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
-    add(vm, Counter::TrapsDataAbort, 1);
-    add(vm, Counter::El2Ns, since);
-    add_path_sample(vm, Counter::DeviceCount, since);
-    cpu.mark.store(now, Ordering::Relaxed);
+/// The counting of one VM's short exits while its vCPU is entered (`Vm::enter`): each
+/// access folds only its path samples; the traps and the EL2 time they add up to are
+/// counted once, by `finish`, when the vCPU's exit leaves the short path.
+pub struct ShortExits {
+    words: Option<&'static [AtomicU64; WORDS]>,
+    /// The device path's count and sum when the vCPU was entered.
+    count: u64,
+    sum: u64,
+}
+
+impl ShortExits {
+    /// For VM `vm`'s vCPU, about to be entered on this CPU.
+    pub fn new(vm: usize) -> Self {
+        let words = words(vm);
+        let device = words.map(|w| path(w, Counter::DeviceCount));
+        ShortExits {
+            words,
+            count: device.map_or(0, |d| d.count),
+            sum: device.map_or(0, |d| d.sum),
+        }
+    }
+
+    /// A device access the short exit finished (`write`: a character written to a UART's
+    /// data register), which began with the exception at `start`.
+    #[inline]
+    pub fn device(&self, start: u64, write: bool) {
+        let now = clock();
+        if let Some(w) = self.words {
+            let first = if write {
+                Counter::UartWriteCount
+            } else {
+                Counter::DeviceCount
+            };
+            fold(w, first, now.wrapping_sub(start));
+        }
+    }
+
+    /// The vCPU's exit leaves the short path (before `exited`): its short exits are counted
+    /// as data-abort traps, and their time as EL2's, not the guest's.
+    pub fn finish(self) {
+        let Some(w) = self.words else {
+            return;
+        };
+        let device = path(w, Counter::DeviceCount);
+        let el2 = device.sum.wrapping_sub(self.sum);
+        add_words(
+            w,
+            Counter::TrapsDataAbort,
+            device.count.wrapping_sub(self.count),
+        );
+        add_words(w, Counter::El2Ns, el2);
+        let mark = &cpu().mark;
+        mark.store(
+            mark.load(Ordering::Relaxed).wrapping_add(el2),
+            Ordering::Relaxed,
+        );
+    }
 }
 
 /// An interrupt was put into VM `vm`'s virtual GIC.
@@ -317,11 +389,12 @@ pub fn read(vm: usize, counter: Counter) -> Option<u64> {
         return None;
     }
     // A path's four words: count, min, sum (read as the mean), max.
-    const PATHS: [Counter; 4] = [
+    const PATHS: [Counter; 5] = [
         Counter::HypercallCount,
         Counter::InjectionCount,
         Counter::SwitchCount,
         Counter::DeviceCount,
+        Counter::UartWriteCount,
     ];
     let at = counter as usize;
     if let Some(&first) = PATHS

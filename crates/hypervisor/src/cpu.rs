@@ -15,15 +15,16 @@ use partita_core::config::TimerMode;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::{gic, psci};
+use crate::board::BOARD;
 use crate::println;
 use crate::scheduler::{self, CpuScheduler};
 use crate::system::{self, System};
 use crate::vcpu::PhysicalTimer;
 use crate::vm::Vm;
 
-/// MPIDR affinity of CPU `cpu` on QEMU virt (Aff0 = index, one cluster for up to 8 CPUs).
+/// MPIDR affinity of CPU `cpu`, as the board describes it.
 fn mpidr_of(cpu: usize) -> u64 {
-    cpu as u64
+    BOARD.cpus[cpu]
 }
 
 /// Starts every configured CPU other than the boot CPU.
@@ -54,7 +55,7 @@ pub fn run(cpu: usize) -> ! {
         println!("CPU {cpu} up");
     }
     let board = config.board.platform.board();
-    gic::init_cpu(board);
+    gic::init_cpu(board, cpu);
     if crate::fabric::is_fabric_cpu(cpu) {
         crate::fabric::run();
     }

@@ -12,6 +12,7 @@
 use partita_core::counters::Counter;
 use partita_core::hypercall::{respond, ret, PowerState, Powers, Response, CALL_REGISTERS};
 
+use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::console;
 use crate::counters;
 use crate::system::Stop;
@@ -24,7 +25,7 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
     let mut args = [0u64; CALL_REGISTERS];
     args.copy_from_slice(&vm.vcpu.regs.x[..CALL_REGISTERS]);
     let mut local_ring = false;
-    let mut states = [PowerState::Off; 64];
+    let mut states = [PowerState::Off; MAX_CPUS];
     let count = vm.powers(&mut states);
     let vcpus = Powers {
         caller: vm.vcpu_index(),

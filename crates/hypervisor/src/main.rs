@@ -12,6 +12,7 @@
 extern crate alloc;
 
 mod arch;
+mod board;
 mod console;
 mod counters;
 mod cpu;
@@ -23,11 +24,14 @@ mod inject;
 mod input;
 mod ivc;
 mod memory;
+mod migrate;
 mod panic;
 mod scheduler;
 mod seed;
 mod system;
 mod trap;
+mod uart;
+mod uart_exit;
 mod vcpu;
 mod vgic;
 mod vm;
@@ -36,14 +40,23 @@ mod vm;
 /// `dtb` is the firmware's device tree (x0 at entry).
 #[no_mangle]
 extern "C" fn primary_main(dtb: u64) -> ! {
-    let board = &partita_core::board::QEMU_VIRT;
+    let board = board::BOARD;
     arch::aarch64::mmu::build_and_enable();
     arch::aarch64::vectors::install();
-    seed::init(dtb, &board.ram);
+    seed::init(dtb, board.ram);
     heap::init();
+    console::init_uart();
     println!("Partita {} starting", env!("CARGO_PKG_VERSION"));
     let system = system::init();
-    arch::aarch64::gic::init_distributor(system.bundle.config.board.platform.board());
+    let configured = system.bundle.config.board.platform;
+    if configured != board.platform {
+        panic!(
+            "the configuration is for board {}, but this Partita is built for {}",
+            configured.name(),
+            board.name
+        );
+    }
+    arch::aarch64::gic::init_distributor(board);
     input::init(&system.bundle.config);
     ivc::init(&system.bundle.config);
     fabric::init(&system.bundle.config, seed::fabric_key());

@@ -17,9 +17,9 @@ static FIRMWARE_SEED: Once<u64> = Once::new();
 
 /// Reads `/chosen/rng-seed` from the firmware's device tree at `dtb` (boot CPU, once,
 /// before anything can overwrite it).
-pub fn init(dtb: u64, ram: &Region) {
+pub fn init(dtb: u64, ram: &[Region]) {
     let mut seed = FIXED_SEED;
-    if ram.contains(&Region::new(dtb, 64)) {
+    if ram.iter().any(|bank| bank.contains(&Region::new(dtb, 64))) {
         // SAFETY: `dtb` lies in RAM, identity mapped; `Fdt::from_ptr` checks the header
         // magic and sizes before it reads further, and nothing writes that memory yet.
         if let Ok(fdt) = unsafe { Fdt::from_ptr(dtb as *const u8) } {

@@ -135,9 +135,9 @@ impl Vcpu {
         write_sysreg!("hcr_el2", HCR_NO_GUEST);
     }
 
-    /// Runs the guest until its next exit.
-    pub fn run(&mut self) -> Exit {
-        enter_guest(&mut self.regs)
+    /// Runs the guest until its next exit that `short` does not finish (`enter_guest`).
+    pub fn run(&mut self, short: &mut impl FnMut(&mut GuestRegs, u64) -> bool) -> Exit {
+        enter_guest(&mut self.regs, short)
     }
 }
 
@@ -162,16 +162,30 @@ fn hcr() -> u64 {
 impl Vcpu {
     /// The value of a register named by an instruction (XZR reads as zero).
     pub fn reg(&self, r: Register) -> u64 {
+        self.regs.get(r)
+    }
+
+    /// Writes a register named by an instruction (writes to XZR are discarded).
+    pub fn set_reg(&mut self, r: Register, value: u64) {
+        self.regs.set(r, value);
+    }
+}
+
+impl GuestRegs {
+    /// The value of a register named by an instruction (XZR reads as zero).
+    #[inline]
+    pub fn get(&self, r: Register) -> u64 {
         match r {
-            Register::X(n) => self.regs.x.get(usize::from(n)).copied().unwrap_or(0),
+            Register::X(n) => self.x.get(usize::from(n)).copied().unwrap_or(0),
             Register::Zero => 0,
         }
     }
 
     /// Writes a register named by an instruction (writes to XZR are discarded).
-    pub fn set_reg(&mut self, r: Register, value: u64) {
+    #[inline]
+    pub fn set(&mut self, r: Register, value: u64) {
         if let Register::X(n) = r {
-            if let Some(x) = self.regs.x.get_mut(usize::from(n)) {
+            if let Some(x) = self.x.get_mut(usize::from(n)) {
                 *x = value;
             }
         }

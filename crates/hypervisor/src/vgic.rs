@@ -16,13 +16,16 @@
 //! routed there, a distributor write) is left in the model, and the caller kicks that vCPU
 //! (`Vgic::take_touched` says which); its own CPU folds and reloads its list registers. A
 //! CPU only ever reads and writes its own list registers. This module must never touch the
-//! physical distributor.
+//! physical distributor. On a GICv2 board the guest's distributor accesses go to the model's
+//! GICv2 front-end and its CPU interface is the hardware's virtual one, mapped into stage 2,
+//! so it never traps.
 
-use partita_core::board::{Board, Region};
+use partita_core::board::{Board, Gic, Region};
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
 use partita_core::vgic::{SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS, REDISTRIBUTOR_STRIDE};
 
 use crate::arch::aarch64::gic_hyp::{self, ICH_HCR_EN};
+use crate::arch::aarch64::stage2::Stage2Map;
 
 enum Window {
     Distributor,
@@ -53,6 +56,9 @@ pub fn model(board: &Board, vcpus: usize, forwarded: &[u32]) -> Vgic {
 /// One vCPU's view of its VM's virtual GIC, and this CPU's list registers while it runs.
 pub struct VirtualGic {
     vcpu: usize,
+    /// The guest sees a GICv2 (the board has one): its distributor window is the model's
+    /// GICv2 front-end, its CPU interface the hardware's virtual one (`map_cpu_interface`).
+    v2: bool,
     distributor: Region,
     redistributors: Region,
     list_registers: usize,
@@ -66,6 +72,9 @@ pub struct VirtualGic {
     loaded: u16,
     /// The list registers must be chosen again before the next entry.
     stale: bool,
+    /// `lrs` holds what the list registers held when the vCPU left the CPU, not yet folded
+    /// into the model (`unload` takes no lock; the next `sync` folds them).
+    parked: bool,
 }
 
 impl VirtualGic {
@@ -74,12 +83,27 @@ impl VirtualGic {
     pub fn new(board: &Board, vcpu: usize, vcpus: usize) -> Self {
         VirtualGic {
             vcpu,
-            distributor: board.gicd,
-            redistributors: Region::new(board.gicr.base, REDISTRIBUTOR_STRIDE * vcpus as u64),
+            v2: matches!(board.gic, Gic::V2(_)),
+            distributor: board.gic.distributor(),
+            redistributors: match &board.gic {
+                Gic::V3(gic) => Region::new(gic.gicr.base, REDISTRIBUTOR_STRIDE * vcpus as u64),
+                Gic::V2(_) => Region::new(0, 0),
+            },
             list_registers: gic_hyp::list_register_count(),
             lrs: [0; MAX_LIST_REGISTERS],
             loaded: u16::MAX,
             stale: true,
+            parked: false,
+        }
+    }
+
+    /// Maps a GICv2 board's virtual CPU interface where the guest finds its CPU interface
+    /// (nothing to map for a GICv3, whose CPU interface is system registers).
+    pub fn map_cpu_interface(board: &Board, stage2: &mut Stage2Map) {
+        if let Gic::V2(gic) = &board.gic {
+            if let Err(e) = stage2.map_device(gic.gicc.base, gic.gicv.base, gic.gicc.size) {
+                panic!("stage-2 map of the virtual CPU interface failed: {e:?}");
+            }
         }
     }
 
@@ -108,6 +132,9 @@ impl VirtualGic {
     ) -> Result<u64, AccessFault> {
         self.sync(model);
         match self.window(ipa).ok_or(AccessFault)? {
+            (Window::Distributor, offset) if self.v2 => {
+                model.distributor_v2(self.vcpu).read(offset, size)
+            }
             (Window::Distributor, offset) => model.distributor().read(offset, size),
             (Window::Redistributor, offset) => model.redistributors().read(offset, size),
         }
@@ -122,6 +149,9 @@ impl VirtualGic {
     ) -> Result<(), AccessFault> {
         self.sync(model);
         match self.window(ipa).ok_or(AccessFault)? {
+            (Window::Distributor, offset) if self.v2 => {
+                model.distributor_v2(self.vcpu).write(offset, size, value)
+            }
             (Window::Distributor, offset) => model.distributor().write(offset, size, value),
             (Window::Redistributor, offset) => model.redistributors().write(offset, size, value),
         }
@@ -178,6 +208,14 @@ impl VirtualGic {
 
     /// Folds what the guest did with its list registers into the model, once per exit.
     fn sync(&mut self, model: &mut Vgic) {
+        if self.parked {
+            self.parked = false;
+            if let Err(e) = model.sync(self.vcpu, &self.lrs[..self.list_registers]) {
+                panic!("virtual GIC sync: {e:?}");
+            }
+            self.lrs[..self.list_registers].fill(0);
+            return;
+        }
         if self.stale {
             return;
         }
@@ -200,6 +238,9 @@ impl VirtualGic {
             return;
         }
         self.stale = false;
+        // Parked list-register values are folded by the flush itself: it syncs what `lrs`
+        // holds for the entries the model still has live.
+        self.parked = false;
         let lrs = &mut self.lrs[..self.list_registers];
         let hcr = match model.flush_in_place(self.vcpu, lrs) {
             Ok(hcr) => hcr,
@@ -223,17 +264,26 @@ impl VirtualGic {
         self.loaded = loaded;
     }
 
-    /// Empties the list registers when the vCPU leaves the CPU (the model keeps the state).
-    pub fn unload(&mut self, model: &mut Vgic) {
-        self.sync(model);
+    /// Empties the list registers when the vCPU leaves the CPU. Their contents stay here
+    /// until the next `sync` folds them into the model, so taking a vCPU off the CPU needs
+    /// no lock: the path of a higher-priority VM that preempts it never waits for this VM.
+    pub fn unload(&mut self) {
         gic_hyp::set_hcr(0);
-        // Element by element: assigning a whole zero array is a 128-byte `memset` call,
-        // which costs more than the switch's few list registers.
-        for (n, lr) in self.lrs[..self.list_registers].iter_mut().enumerate() {
-            if self.loaded & (1 << n) != 0 {
-                gic_hyp::write_list_register(n, 0);
+        if !self.stale {
+            for (n, lr) in self.lrs[..self.list_registers].iter_mut().enumerate() {
+                if self.loaded & (1 << n) != 0 {
+                    *lr = gic_hyp::read_list_register(n);
+                    gic_hyp::write_list_register(n, 0);
+                }
             }
-            *lr = 0;
+            self.parked = true;
+            self.stale = true;
+        } else {
+            for n in 0..self.list_registers {
+                if self.loaded & (1 << n) != 0 {
+                    gic_hyp::write_list_register(n, 0);
+                }
+            }
         }
         self.loaded = 0;
     }

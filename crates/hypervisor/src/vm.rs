@@ -22,7 +22,6 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
-use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
 use spin::Mutex;
 
 use partita_core::board::{Board, Region};
@@ -30,9 +29,10 @@ use partita_core::bundle::VmImages;
 use partita_core::config::{Access, EndAction, ResetAction, TimerMode, VmConfig};
 use partita_core::fdt::GuestFdt;
 use partita_core::hypercall::{ret, PowerState};
-use partita_core::trap::{device_access, fault_ipa, MmioAccess};
+use partita_core::trap::MmioAccess;
 use partita_core::vgic::Vgic;
 
+use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::stage2::Stage2Map;
 use crate::arch::aarch64::sysreg::read_sysreg;
@@ -49,6 +49,7 @@ use crate::println;
 use crate::seed;
 use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
+use crate::uart_exit::{Done, UartExit};
 use crate::vcpu::{PhysicalTimer, Vcpu};
 use crate::vgic::{self, VirtualGic};
 
@@ -98,8 +99,13 @@ pub struct Hardware {
 
 /// One vCPU as the whole VM sees it.
 struct VcpuControl {
-    /// The physical CPU it is placed on.
-    cpu: u8,
+    /// The physical CPU it is placed on (`cpus[i]` of the configuration).
+    home: u8,
+    /// The physical CPU that holds it now: its home, or another CPU of its VM while it is
+    /// migrated away (`migrate`).
+    cpu: AtomicU8,
+    /// Its home CPU idles: a migrated vCPU goes back.
+    return_home: AtomicBool,
     /// Its `PowerState` (as `power_code`).
     power: AtomicU8,
     /// CPU_ON's entry point and context id, valid once `power` is OnPending.
@@ -147,15 +153,22 @@ pub struct Shared {
     ending: AtomicU8,
     /// The VM stopped for good: the CPUs of its other vCPUs drop them.
     retired: AtomicBool,
+    /// Per physical CPU: the vCPU of this VM that last ran there (`NONE_RAN` before any).
+    last_ran: [AtomicU8; MAX_CPUS],
+    /// vCPU moves to another CPU (`migrate`), printed when the VM stops.
+    migrations: AtomicU64,
     hw: Mutex<Hardware>,
 }
+
+/// `Shared::last_ran` of a CPU where no vCPU of the VM has run.
+const NONE_RAN: u8 = u8::MAX;
 
 impl Shared {
     /// Tells vCPU `vcpu`'s CPU to look at it.
     fn kick(&self, vcpu: usize) {
         if let Some(v) = self.vcpus.get(vcpu) {
             v.kicked.store(true, Ordering::Release);
-            gic::send_sgi(VCPU_KICK_SGI as u8, v.cpu);
+            gic::send_sgi(VCPU_KICK_SGI as u8, v.cpu.load(Ordering::Acquire));
         }
     }
 
@@ -167,6 +180,14 @@ impl Shared {
                 self.kick(vcpu);
             }
         }
+    }
+
+    /// vCPU `vcpu`, migrated away, is to come back to its home CPU (which idles).
+    pub fn request_return(&self, vcpu: usize) {
+        if let Some(v) = self.vcpus.get(vcpu) {
+            v.return_home.store(true, Ordering::Release);
+        }
+        self.kick(vcpu);
     }
 
     fn power(&self, vcpu: usize) -> PowerState {
@@ -285,6 +306,7 @@ impl Vm {
         }
         crate::fabric::map(index, &mut stage2);
         let board = system.bundle.config.board.platform.board();
+        VirtualGic::map_cpu_interface(board, &mut stage2);
         let mut forwarded = config.irqs.clone();
         if config.timer == TimerMode::Physical {
             forwarded.push(board.timer_phys_irq);
@@ -305,7 +327,9 @@ impl Vm {
                 .iter()
                 .enumerate()
                 .map(|(i, &cpu)| VcpuControl {
-                    cpu,
+                    home: cpu,
+                    cpu: AtomicU8::new(cpu),
+                    return_home: AtomicBool::new(false),
                     power: AtomicU8::new(if i == 0 { ON } else { OFF }),
                     entry: AtomicU64::new(0),
                     context: AtomicU64::new(0),
@@ -314,6 +338,8 @@ impl Vm {
                 .collect(),
             ending: AtomicU8::new(BootEnd::NONE),
             retired: AtomicBool::new(false),
+            last_ran: [const { AtomicU8::new(NONE_RAN) }; MAX_CPUS],
+            migrations: AtomicU64::new(0),
             hw: Mutex::new(Hardware {
                 devices: Devices::new(&config.devices, 1),
                 vgic: vgic::model(board, vcpus, &forwarded),
@@ -486,6 +512,55 @@ impl Vm {
         self.vcpu_index
     }
 
+    /// The physical CPU this vCPU is placed on by the configuration.
+    pub fn home(&self) -> u8 {
+        self.shared.vcpus.get(self.vcpu_index).map_or(0, |v| v.home)
+    }
+
+    /// Where this vCPU goes when a higher-priority VM preempts it on its home CPU: the home
+    /// CPU of the next vCPU of its VM, if the VM migrates (`migrate = true`), the vCPU is on
+    /// and was running at EL1 (SPSR_EL2.M: the guest's kernel, which may hold a lock its
+    /// other vCPUs wait for), and no boot end is in progress. `None`: it stays.
+    pub fn migration_target(&self) -> Option<u8> {
+        let config = self.shared.config;
+        let at_el1 = self.vcpu.regs.spsr & 0b1_1100 == 0b0_0100;
+        if !config.migrate || !at_el1 || !self.is_on() || self.ending() || self.rebuilding() {
+            return None;
+        }
+        let next = (self.vcpu_index + 1) % self.shared.vcpus.len();
+        self.shared
+            .vcpus
+            .get(next)
+            .map(|v| v.home)
+            .filter(|&cpu| cpu != self.home())
+    }
+
+    /// This vCPU is handed to physical CPU `cpu` (its new holder).
+    pub fn moved_to(&self, cpu: u8) {
+        if let Some(v) = self.shared.vcpus.get(self.vcpu_index) {
+            v.cpu.store(cpu, Ordering::Release);
+            if cpu != v.home {
+                self.shared.migrations.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Takes a request that this migrated vCPU go back to its home CPU.
+    pub fn take_return_request(&self) -> bool {
+        self.shared
+            .vcpus
+            .get(self.vcpu_index)
+            .is_some_and(|v| v.return_home.swap(false, Ordering::Acquire))
+    }
+
+    /// Marks this vCPU kicked, so its new CPU looks at it (a kick sent to the CPU it left
+    /// would be lost otherwise).
+    pub fn mark_kicked(&self) {
+        if let Some(v) = self.shared.vcpus.get(self.vcpu_index) {
+            v.kicked.store(true, Ordering::Release);
+        }
+    }
+
     /// Its scheduling priority (higher runs first).
     pub fn priority(&self) -> u8 {
         self.shared.config.priority
@@ -554,8 +629,9 @@ impl Vm {
         self.shared.set_power(self.vcpu_index, OFF);
     }
 
-    /// The power states of the VM's vCPUs, for PSCI (at most 64, the virtual GIC's limit).
-    pub fn powers(&self, states: &mut [PowerState; 64]) -> usize {
+    /// The power states of the VM's vCPUs, for PSCI (one vCPU per CPU, so at most
+    /// `MAX_CPUS`).
+    pub fn powers(&self, states: &mut [PowerState; MAX_CPUS]) -> usize {
         let n = self.shared.vcpus.len().min(states.len());
         for (vcpu, state) in states[..n].iter_mut().enumerate() {
             *state = self.shared.power(vcpu);
@@ -712,8 +788,16 @@ impl Vm {
     /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
     /// that expired while it was away is injected at once, its physical PPI made active as
     /// if it had been forwarded, so the guest takes it on entry without another exit.
-    pub fn switch_in(&mut self) {
+    pub fn switch_in(&mut self, cpu: u8) {
         self.shared.stage2.activate();
+        // Another vCPU of the VM ran here last (a migrated one, or this one's host): the
+        // TLBs of this CPU may hold its stage-1 entries under the same VMID and ASIDs.
+        if let Some(last) = self.shared.last_ran.get(usize::from(cpu)) {
+            let me = self.vcpu_index as u8;
+            if last.swap(me, Ordering::Relaxed) != me {
+                self.shared.stage2.forget_local_translations();
+            }
+        }
         self.vcpu.load(self.shared.counter_offset);
         let ppi = self.shared.board.timer_virt_irq;
         if self.timer_ppi_active {
@@ -728,10 +812,7 @@ impl Vm {
     /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
     /// physical virtual-timer PPI to the next vCPU (its active state is kept here).
     pub fn switch_out(&mut self) {
-        {
-            let mut hw = self.shared.hw.lock();
-            self.vgic.unload(&mut hw.vgic);
-        }
+        self.vgic.unload();
         self.vcpu.unload();
         let ppi = self.shared.board.timer_virt_irq;
         self.timer_ppi_active = gic::ppi_active(self.shared.board, ppi);
@@ -740,60 +821,37 @@ impl Vm {
         }
     }
 
-    /// Enters the loaded vCPU until an exit the scheduler must see: an access to one of
-    /// its UARTs (a console character, a flag poll) is finished here and the vCPU goes
-    /// straight back (`uart_fast_path`).
+    /// Enters the loaded vCPU until an exit the scheduler must see: an access to the VM's
+    /// console UART (a character, a flag poll) is finished by the world switch's short exit
+    /// and the vCPU goes straight back (`UartExit`). What the VM's UARTs transmitted and its
+    /// console has not had yet goes there when it returns.
     pub fn enter(&mut self) -> Exit {
-        {
+        let slot = {
             let mut hw = self.shared.hw.lock();
             update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
             self.vgic.before_entry(&mut hw.vgic);
-        }
-        counters::entering(self.shared.index);
-        loop {
-            let exit = self.vcpu.run();
-            counters::exited(self.shared.index);
-            if exit != Exit::Synchronous || !self.uart_fast_path() {
-                return exit;
+            hw.devices.console_slot()
+        };
+        let index = self.shared.index;
+        counters::entering(index);
+        let mut short = UartExit::new(index, slot);
+        let (shared, vgic, vcpu) = (&self.shared, &mut self.vgic, self.vcpu_index);
+        let exit = self.vcpu.run(&mut |regs, start| {
+            let mut hw = shared.hw.lock();
+            match short.handle(regs, start, &mut hw.devices) {
+                Done::No => false,
+                Done::Yes => true,
+                Done::LineChanged => {
+                    update_lines(shared, vgic, vcpu, &mut hw);
+                    vgic.before_entry(&mut hw.vgic);
+                    true
+                }
             }
-            counters::device_reentry(self.shared.index);
-        }
-    }
-
-    /// The common exit, short: a load or store the syndrome describes, to a UART of this
-    /// VM, that the model accepts. It does what the general path (`trap::handle`) would do
-    /// for it and skips what it can prove unneeded: no other device or the virtual GIC
-    /// claims a UART's window, and unless the UART's interrupt line changed, nothing the
-    /// scheduler or the virtual GIC decides depends on it. A physical interrupt that
-    /// arrived meanwhile is taken as soon as the guest runs again. False (nothing done)
-    /// for any other exit.
-    fn uart_fast_path(&mut self) -> bool {
-        let Some(access) = device_access(ESR_EL2.get()) else {
-            return false;
-        };
-        let ipa = fault_ipa(HPFAR_EL2.get(), FAR_EL2.get());
-        let mmio = access.access;
-        let store = access
-            .write
-            .then(|| self.vcpu.reg(mmio.register) & mmio.size.mask());
-        let mut guard = self.shared.hw.lock();
-        let hw = &mut *guard;
-        let Some(done) = hw
-            .devices
-            .uart_access(self.shared.index, ipa, mmio.size, store)
-        else {
-            return false;
-        };
-        if !access.write {
-            self.vcpu
-                .set_reg(mmio.register, mmio.load_value(done.value));
-        }
-        self.vcpu.regs.elr = self.vcpu.regs.elr.wrapping_add(access.instruction_len);
-        if done.irq_changed {
-            update_lines(&self.shared, &mut self.vgic, self.vcpu_index, hw);
-            self.vgic.before_entry(&mut hw.vgic);
-        }
-        true
+        });
+        short.finish();
+        counters::exited(index);
+        self.shared.hw.lock().devices.flush_output(index);
+        exit
     }
 
     /// Handles one exit of the loaded vCPU.
@@ -881,6 +939,10 @@ impl Vm {
     pub fn stop(&mut self, how: Stop) {
         console::finish_vm_line(self.shared.index);
         counters::print(self.shared.index, &self.shared.name);
+        let migrations = self.shared.migrations.load(Ordering::Relaxed);
+        if migrations > 0 {
+            println!("vm {}: {migrations} vCPU migrations", self.shared.name);
+        }
         if how == Stop::Clean {
             println!("vm {}: powered off", self.shared.name);
         }

@@ -295,11 +295,12 @@ const EXIT_COLUMNS: [(&str, &str); 13] = [
     ("el2-share", "EL2 %"),
 ];
 
-const PATHS: [(&str, &str); 4] = [
+const PATHS: [(&str, &str); 5] = [
     ("hypercall", "hypercall round trip"),
     ("injection", "interrupt injection"),
     ("switch", "vCPU switch"),
-    ("device", "emulated device access (a UART byte)"),
+    ("device", "emulated device access"),
+    ("uart-write", "one UART character (data-register write)"),
 ];
 
 /// Partita's counters per configuration and VM (experiments `partita/<vm>`).
@@ -338,7 +339,9 @@ fn hypervisor(out: &mut String, results: &Results) {
     let _ = writeln!(
         out,
         "\nHot paths at EL2 (ns = instructions): from the world switch's return to its next \
-         call; min / mean / max (samples).\n"
+         call; a device access the short exit finishes (every UART access), from its \
+         exception vector to the guest's registers being loaded back; min / mean / max \
+         (samples).\n"
     );
     let heads: Vec<&str> = PATHS.iter().map(|(_, h)| *h).collect();
     let _ = writeln!(out, "| config | vm | {} |", heads.join(" | "));

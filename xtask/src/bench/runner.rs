@@ -17,7 +17,7 @@ use super::console::{clean, BEGIN};
 use super::matrix::{beside_bootargs, freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
 use crate::build::{self, ConsoleUse};
 use crate::process::{self, Ending};
-use crate::qemu::{Clock, Cpu, Machine};
+use crate::qemu::{Clock, Machine};
 use crate::{linux, paths, xen};
 
 /// Progress over every experiment of the benchmark.
@@ -157,10 +157,8 @@ pub fn stop_line(boot: Boot) -> Option<fn(&str) -> bool> {
 
 fn machine(image: &Path, cpus: u8) -> Command {
     Machine {
-        cpu: Cpu::CortexA72,
         cpus,
-        clock: Clock::Counted,
-        gdb: false,
+        ..Machine::single(Clock::Counted)
     }
     .command(image)
 }

@@ -289,8 +289,12 @@ fn window(
     if let Some(k) = vm.devices.iter().position(|d| d.window().overlaps(&w)) {
         return Err(clash(format!("vm[{i}].device[{k}]")));
     }
-    let redistributor = Region::new(board.gicr.base, board.gicr_stride);
-    if board.gicd.overlaps(&w) || redistributor.overlaps(&w) {
+    if board
+        .gic
+        .guest_windows(vm.cpus.len().max(1))
+        .iter()
+        .any(|g| g.overlaps(&w))
+    {
         return Err(clash(String::from("the virtual GIC")));
     }
     if let Some(other) = cfg
@@ -369,23 +373,24 @@ fn doorbell(
 /// already taken, page aligned (a channel is mapped with pages, never shared blocks).
 pub(super) fn plan(
     channels: &mut [ChannelConfig],
-    ram: Region,
+    board: &Board,
     taken: &mut Vec<Region>,
 ) -> Result<(), ConfigError> {
     for (c, channel) in channels.iter_mut().enumerate() {
         if channel.phys.is_some() || channel.size == 0 {
             continue;
         }
-        let phys = super::first_fit(ram, taken, channel.size, PAGE_SIZE).ok_or_else(|| {
-            ConfigError::new(
-                format!("channel[{c}].size"),
-                format!(
-                    "no free physical memory for {:#x} bytes (RAM is {})",
-                    channel.size,
-                    range(&ram)
-                ),
-            )
-        })?;
+        let phys =
+            super::first_fit(board.ram, taken, channel.size, PAGE_SIZE).ok_or_else(|| {
+                ConfigError::new(
+                    format!("channel[{c}].size"),
+                    format!(
+                        "no free physical memory for {:#x} bytes (RAM is {})",
+                        channel.size,
+                        board.ram_ranges()
+                    ),
+                )
+            })?;
         channel.phys = Some(phys);
         taken.push(Region::new(phys, channel.size));
     }

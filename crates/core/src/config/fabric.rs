@@ -346,8 +346,12 @@ fn in_vm(
     {
         return Err(clash(format!("vm[{i}].device[{k}]")));
     }
-    let redistributor = Region::new(board.gicr.base, board.gicr_stride);
-    if board.gicd.overlaps(&page) || redistributor.overlaps(&page) {
+    if board
+        .gic
+        .guest_windows(vm.cpus.len().max(1))
+        .iter()
+        .any(|g| g.overlaps(&page))
+    {
         return Err(clash(String::from("the virtual GIC")));
     }
     if let Some(c) = cfg
@@ -403,7 +407,7 @@ fn irq_used(d: usize, irq: u32, what: String) -> ConfigError {
 /// Chooses physical memory for the interface pages, first fit above what is taken.
 pub(super) fn plan(
     cfg: &mut SystemConfig,
-    ram: Region,
+    board: &Board,
     taken: &mut Vec<Region>,
 ) -> Result<(), ConfigError> {
     let vms = cfg.vms.len();
@@ -414,12 +418,12 @@ pub(super) fn plan(
     if f.phys.is_some() || size == 0 {
         return Ok(());
     }
-    let phys = super::first_fit(ram, taken, size, PAGE_SIZE).ok_or_else(|| {
+    let phys = super::first_fit(board.ram, taken, size, PAGE_SIZE).ok_or_else(|| {
         ConfigError::new(
             "fabric.accelerator",
             format!(
                 "no free physical memory for {size:#x} bytes of interface pages (RAM is {})",
-                range(&ram)
+                board.ram_ranges()
             ),
         )
     })?;

@@ -75,6 +75,12 @@ fn cpu_share(cfg: &SystemConfig, i: usize, vm: &VmConfig) -> Result<(), ConfigEr
 /// vCPU only: their list registers live on the CPU that takes them.
 fn uniprocessor_only(i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
     if vm.cpus.len() < 2 {
+        if vm.migrate {
+            return Err(ConfigError::new(
+                format!("vm[{i}].migrate"),
+                "a vCPU migrates to the CPU of another vCPU of its VM: give the VM at least two CPUs",
+            ));
+        }
         return Ok(());
     }
     let what = if vm.timer == TimerMode::Physical {
@@ -135,7 +141,7 @@ fn irqs(cfg: &SystemConfig, board: &Board, i: usize, vm: &VmConfig) -> Result<()
                 ),
             ));
         }
-        if irq == board.uart_irq {
+        if irq == board.uart.irq {
             return Err(ConfigError::new(
                 key,
                 format!("{irq} is the physical console's interrupt, which Partita keeps"),

@@ -11,29 +11,25 @@ pub mod testdev;
 
 /// Width of one MMIO access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum AccessSize {
-    Byte,
-    Half,
-    Word,
-    Double,
+    /// The discriminants are log2 of the width in bytes (the syndrome's SAS field).
+    Byte = 0,
+    Half = 1,
+    Word = 2,
+    Double = 3,
 }
 
 impl AccessSize {
+    #[inline]
     pub fn bytes(self) -> u64 {
-        match self {
-            AccessSize::Byte => 1,
-            AccessSize::Half => 2,
-            AccessSize::Word => 4,
-            AccessSize::Double => 8,
-        }
+        1 << self as u32
     }
 
     /// Mask of the value bits an access of this size carries.
+    #[inline]
     pub fn mask(self) -> u64 {
-        match self {
-            AccessSize::Double => u64::MAX,
-            s => (1u64 << (8 * s.bytes())) - 1,
-        }
+        u64::MAX >> (64 - 8 * self.bytes())
     }
 }
 
@@ -47,4 +43,18 @@ pub trait MmioDevice {
     fn read(&mut self, offset: u64, size: AccessSize) -> Result<u64, AccessFault>;
     /// Writes the low `size` bytes of `value` at `offset`.
     fn write(&mut self, offset: u64, size: AccessSize, value: u64) -> Result<(), AccessFault>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AccessSize::*;
+
+    #[test]
+    fn sizes_give_their_width_and_mask() {
+        let sizes = [(Byte, 1, 0xff), (Half, 2, 0xffff), (Word, 4, 0xffff_ffff)];
+        for (size, bytes, mask) in sizes {
+            assert_eq!((size.bytes(), size.mask()), (bytes, mask), "{size:?}");
+        }
+        assert_eq!((Double.bytes(), Double.mask()), (8, u64::MAX));
+    }
 }

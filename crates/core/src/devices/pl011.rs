@@ -15,12 +15,63 @@
 //! Manual r1p5 (DDI 0183G), section 3.2 "Summary of registers" and 3.3 "Register
 //! descriptions".
 
-use heapless::Deque;
-
 use super::{AccessFault, AccessSize, MmioDevice};
 
 /// Depth of both FIFOs in PL011 r1p5.
 pub const FIFO_DEPTH: usize = 32;
+
+/// A FIFO of `FIFO_DEPTH` bytes: a ring, every operation a few instructions (a store to the
+/// data register and a flag poll are an emulated UART's commonest accesses).
+#[derive(Clone, Copy)]
+struct Fifo {
+    bytes: [u8; FIFO_DEPTH],
+    /// Index of the oldest byte.
+    head: usize,
+    len: usize,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo {
+        bytes: [0; FIFO_DEPTH],
+        head: 0,
+        len: 0,
+    };
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn is_full(&self) -> bool {
+        self.len >= FIFO_DEPTH
+    }
+
+    /// Appends `byte`; false (and nothing kept) when the FIFO is full.
+    #[inline]
+    fn push(&mut self, byte: u8) -> bool {
+        if self.is_full() {
+            return false;
+        }
+        self.bytes[(self.head + self.len) % FIFO_DEPTH] = byte;
+        self.len += 1;
+        true
+    }
+
+    /// Removes the oldest byte.
+    #[inline]
+    fn pop(&mut self) -> Option<u8> {
+        if self.is_empty() {
+            return None;
+        }
+        let byte = self.bytes[self.head % FIFO_DEPTH];
+        self.head = (self.head + 1) % FIFO_DEPTH;
+        self.len -= 1;
+        Some(byte)
+    }
+}
 
 /// Register offsets in the 4 KiB window (TRM 3.2).
 pub mod reg {
@@ -70,8 +121,8 @@ const IFLS_RESET: u32 = 0x12;
 const ID_REGISTERS: [u8; 8] = [0x11, 0x10, 0x34, 0x00, 0x0d, 0xf0, 0x05, 0xb1];
 
 pub struct Pl011 {
-    rx: Deque<u8, FIFO_DEPTH>,
-    tx: Deque<u8, FIFO_DEPTH>,
+    rx: Fifo,
+    tx: Fifo,
     ilpr: u32,
     ibrd: u32,
     fbrd: u32,
@@ -93,8 +144,8 @@ impl Pl011 {
     /// A UART in its reset state.
     pub fn new() -> Self {
         Pl011 {
-            rx: Deque::new(),
-            tx: Deque::new(),
+            rx: Fifo::EMPTY,
+            tx: Fifo::EMPTY,
             ilpr: 0,
             ibrd: 0,
             fbrd: 0,
@@ -108,14 +159,15 @@ impl Pl011 {
     }
 
     /// The next byte the guest transmitted, oldest first.
+    #[inline]
     pub fn take_tx(&mut self) -> Option<u8> {
-        self.tx.pop_front()
+        self.tx.pop()
     }
 
     /// Delivers a byte from the host to the guest; `false` when the receive FIFO is full
     /// (the caller keeps the byte and tries again later).
     pub fn receive(&mut self, byte: u8) -> bool {
-        if self.rx.len() >= self.fifo_depth() || self.rx.push_back(byte).is_err() {
+        if self.rx.len() >= self.fifo_depth() || !self.rx.push(byte) {
             return false;
         }
         if self.rx.len() >= self.rx_trigger() {
@@ -180,7 +232,7 @@ impl Pl011 {
 
     /// Pops one received character for a read of `UARTDR` (error bits 11:8 are always 0).
     fn pop_rx(&mut self) -> u32 {
-        let byte = self.rx.pop_front().unwrap_or(0);
+        let byte = self.rx.pop().unwrap_or(0);
         if self.rx.len() < self.rx_trigger() {
             self.ris &= !int::RX;
         }
@@ -191,7 +243,7 @@ impl Pl011 {
     }
 
     fn transmit(&mut self, byte: u8) {
-        if self.tx.push_back(byte).is_ok() {
+        if self.tx.push(byte) {
             self.ris |= int::TX;
         }
     }
@@ -200,9 +252,9 @@ impl Pl011 {
     /// character.
     fn read_word(&mut self, word: u64, pop: bool) -> u32 {
         match word {
+            reg::FR => self.flags(),
             reg::DR if pop => self.pop_rx(),
             reg::DR | reg::RSR_ECR => 0,
-            reg::FR => self.flags(),
             reg::ILPR => self.ilpr,
             reg::IBRD => self.ibrd,
             reg::FBRD => self.fbrd,
@@ -250,14 +302,26 @@ fn check_access(offset: u64, size: AccessSize) -> Result<(), AccessFault> {
 }
 
 impl MmioDevice for Pl011 {
+    #[inline]
     fn read(&mut self, offset: u64, size: AccessSize) -> Result<u64, AccessFault> {
+        // A driver's commonest load first, in a few instructions: the flag poll.
+        if offset == reg::FR && size != AccessSize::Double {
+            return Ok(u64::from(self.flags()) & size.mask());
+        }
         check_access(offset, size)?;
         let shift = 8 * (offset & 3);
         let value = self.read_word(offset & !3, shift == 0);
         Ok((u64::from(value) >> shift) & size.mask())
     }
 
+    #[inline]
     fn write(&mut self, offset: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
+        // The commonest store first, in a few instructions: a character (the data register's
+        // low byte lane, whatever the size).
+        if offset == reg::DR && size != AccessSize::Double {
+            self.transmit(value as u8);
+            return Ok(());
+        }
         check_access(offset, size)?;
         let shift = 8 * (offset & 3);
         let lanes = (size.mask() << shift) as u32;

@@ -1,5 +1,6 @@
-//! Partita's virtual GICv3: the interrupt state of one VM and its emulated distributor,
-//! redistributors and list-register management (Arm IHI 0069 "GIC architecture specification, GICv3
+//! Partita's virtual GIC: the interrupt state of one VM and its emulated GICv3 distributor and
+//! redistributors, or GICv2 distributor (`dist_v2`, with the GICv2 list-register encoding in
+//! `lr_v2`), and list-register management (Arm IHI 0069 "GIC architecture specification, GICv3
 //! and GICv4": chapter 2 "Distribution and routing", chapter 4 "Physical interrupt handling",
 //! chapter 6 "Virtual interrupt handling", chapter 12 register descriptions). No crate emulates a
 //! GIC, so this is written by hand.
@@ -26,8 +27,10 @@
 
 mod cpuif;
 mod dist;
+mod dist_v2;
 mod intid_set;
 mod lr;
+mod lr_v2;
 mod redist;
 mod regs;
 mod sgi;
@@ -42,7 +45,9 @@ use intid_set::IntidSet;
 
 pub use cpuif::LrFlush;
 pub use dist::{DistributorMmio, DISTRIBUTOR_SIZE};
+pub use dist_v2::{DistributorV2Mmio, SgirFilter, SgirRequest, DISTRIBUTOR_V2_SIZE};
 pub use lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
+pub use lr_v2::{from_v2, to_v2};
 pub use redist::{RedistributorMmio, REDISTRIBUTOR_STRIDE};
 pub use sgi::{Affinity, SgiRequest, SgiTargetSpec, SgiTargets};
 pub use state::{IrqState, Trigger};

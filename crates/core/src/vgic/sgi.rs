@@ -151,7 +151,7 @@ impl SgiRequest {
 pub struct SgiTargets(u64);
 
 impl SgiTargets {
-    fn insert(&mut self, vcpu: usize) {
+    pub(crate) fn insert(&mut self, vcpu: usize) {
         if vcpu < 64 {
             self.0 |= 1 << vcpu;
         }

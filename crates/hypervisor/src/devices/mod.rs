@@ -1,6 +1,11 @@
 //! Glue between a VM's guest-physical device windows and the device models of
 //! `partita_core::devices`: which model answers an address, and where a UART's output goes.
 //!
+//! What a VM's UARTs transmit is drained into its `Output`, a line at most, and handed to
+//! its console stream when the line ends or the buffer fills, or when its vCPU's exit
+//! leaves the short path (`flush_output`): a character costs its exit a store into the
+//! buffer, not a console call.
+//!
 //! The models stay pure; this module only routes decoded accesses to them and drains what
 //! they produce. It must never read guest memory or registers.
 
@@ -8,7 +13,7 @@ use alloc::vec::Vec;
 
 use partita_core::board::Region;
 use partita_core::config::DeviceConfig;
-use partita_core::devices::pl011::Pl011;
+use partita_core::devices::pl011::{self, Pl011};
 use partita_core::devices::testdev::TestDevice;
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
 
@@ -43,19 +48,61 @@ pub struct UartAccess {
     pub value: u64,
     /// The UART's interrupt line changed: the virtual GIC must hear of it before entry.
     pub irq_changed: bool,
+    /// The access was to the data register (a store there writes one character).
+    pub data: bool,
 }
 
-/// Sends what `uart` transmitted (a store to its data register queues one byte) to VM
-/// `vm`'s console stream.
-fn drain(uart: &mut Pl011, vm: usize) {
-    while let Some(byte) = uart.take_tx() {
-        console::vm_output(vm, &[byte]);
+/// Bytes a VM's UARTs transmitted that its console stream has not been given yet.
+const OUTPUT: usize = 128;
+
+/// What a VM's UARTs transmitted, up to a line, on its way to the VM's console stream.
+struct Output {
+    bytes: [u8; OUTPUT],
+    len: usize,
+}
+
+impl Output {
+    /// Moves what `uart` transmitted into the buffer; a line end or a full buffer hands it
+    /// to VM `vm`'s console stream.
+    fn drain(&mut self, uart: &mut Pl011, vm: usize) {
+        while self.drain_one(uart, vm) {}
+    }
+
+    /// Moves the oldest byte `uart` transmitted, if any, into the buffer (a line end or a
+    /// full buffer hands it to VM `vm`'s console stream); false when there was none. Every
+    /// access drains the UART, and a store queues at most one byte, so after one store this
+    /// empties it.
+    #[inline]
+    fn drain_one(&mut self, uart: &mut Pl011, vm: usize) -> bool {
+        let Some(byte) = uart.take_tx() else {
+            return false;
+        };
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = byte;
+            self.len += 1;
+        }
+        if byte == b'\n' || self.len >= OUTPUT {
+            self.flush(vm);
+        }
+        true
+    }
+
+    /// Hands the buffered bytes to VM `vm`'s console stream.
+    #[inline(never)]
+    fn flush(&mut self, vm: usize) {
+        if let Some(bytes) = self.bytes.get(..self.len) {
+            if !bytes.is_empty() {
+                console::vm_output(vm, bytes);
+            }
+        }
+        self.len = 0;
     }
 }
 
 /// All emulated devices of one VM.
 pub struct Devices {
     devices: Vec<Device>,
+    output: Output,
 }
 
 impl Devices {
@@ -72,11 +119,25 @@ impl Devices {
                 },
             })
             .collect();
-        Devices { devices }
+        Devices {
+            devices,
+            output: Output {
+                bytes: [0; OUTPUT],
+                len: 0,
+            },
+        }
     }
 
-    fn at(&mut self, ipa: u64) -> Option<(&mut Model, u64)> {
-        self.devices
+    /// Hands what VM `vm`'s UARTs transmitted and its console stream has not had yet to it
+    /// (every exit that leaves the short path, and every store the general path makes).
+    pub fn flush_output(&mut self, vm: usize) {
+        if self.output.len > 0 {
+            self.output.flush(vm);
+        }
+    }
+
+    fn at(devices: &mut [Device], ipa: u64) -> Option<(&mut Model, u64)> {
+        devices
             .iter_mut()
             .find(|d| d.window.contains(&Region::new(ipa, 1)))
             .map(|d| (&mut d.model, ipa - d.window.base))
@@ -91,7 +152,7 @@ impl Devices {
 
     /// A guest load of `size` at `ipa`.
     pub fn read(&mut self, ipa: u64, size: AccessSize) -> Result<u64, AccessFault> {
-        let (model, offset) = self.at(ipa).ok_or(AccessFault)?;
+        let (model, offset) = Self::at(&mut self.devices, ipa).ok_or(AccessFault)?;
         model.device().read(offset, size)
     }
 
@@ -104,12 +165,13 @@ impl Devices {
         size: AccessSize,
         value: u64,
     ) -> Result<Option<u32>, AccessFault> {
-        let (model, offset) = self.at(ipa).ok_or(AccessFault)?;
+        let (model, offset) = Self::at(&mut self.devices, ipa).ok_or(AccessFault)?;
         model.device().write(offset, size, value)?;
         Ok(match model {
             Model::Test(test) => test.take_raise(),
             Model::Uart(uart) => {
-                drain(uart, vm);
+                self.output.drain(uart, vm);
+                self.output.flush(vm);
                 None
             }
         })
@@ -134,35 +196,47 @@ impl Devices {
         })
     }
 
-    /// An access to one of VM `vm`'s UARTs at `ipa` (`write` carries a store's value),
-    /// done completely: the model's answer, what it transmitted sent to the console, and
-    /// whether its interrupt line changed. `None` when no UART claims `ipa` or the model
-    /// refuses the access (which changes nothing: the general path then injects the abort).
-    /// The exit fast path's device step: it never scans for anything but the UART.
+    /// Where the VM's console UART (its first PL011) is among its devices: found once per
+    /// entry of a vCPU for `uart_access`.
+    pub fn console_slot(&self) -> Option<usize> {
+        self.devices
+            .iter()
+            .position(|d| matches!(d.model, Model::Uart(_)))
+    }
+
+    /// An access by VM `vm`'s guest at `ipa` (`write` carries a store's value) to the UART
+    /// at `slot` (`console_slot`), done completely: the model's answer, what it transmitted
+    /// buffered for the console, and whether its interrupt line changed. `None` when `ipa`
+    /// is outside that UART's window or the model refuses the access (which changes nothing:
+    /// the general path then injects the abort). The short exit's device step: no scan.
+    #[inline]
     pub fn uart_access(
         &mut self,
+        slot: usize,
         vm: usize,
         ipa: u64,
         size: AccessSize,
         write: Option<u64>,
     ) -> Option<UartAccess> {
-        let device = self.devices.iter_mut().find(|d| {
-            matches!(d.model, Model::Uart(_)) && d.window.contains(&Region::new(ipa, 1))
-        })?;
-        let offset = ipa - device.window.base;
+        let device = self.devices.get_mut(slot)?;
+        let offset = ipa.wrapping_sub(device.window.base);
         let Model::Uart(uart) = &mut device.model else {
             return None;
         };
+        if offset >= device.window.size {
+            return None;
+        }
         let line = uart.irq_pending();
         let value = match write {
             Some(value) => uart.write(offset, size, value).map(|()| 0),
             None => uart.read(offset, size),
         }
         .ok()?;
-        drain(uart, vm);
+        self.output.drain_one(uart, vm);
         Some(UartAccess {
             value,
             irq_changed: uart.irq_pending() != line,
+            data: offset & !3 == pl011::reg::DR,
         })
     }
 }

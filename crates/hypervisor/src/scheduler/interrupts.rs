@@ -46,7 +46,7 @@ impl CpuScheduler {
                 if let Some(at) = self.loaded_position() {
                     self.vms[at].maintenance();
                 }
-            } else if intid == self.board.uart_irq {
+            } else if intid == self.board.uart.irq {
                 input::receive(self.cpu);
                 input = true;
             } else if intid == input::KICK_SGI {
@@ -68,7 +68,10 @@ impl CpuScheduler {
             woke |= self.deliver_accelerators();
         }
         if kicked {
+            // Migrated vCPUs arriving or leaving change the CPU's set of vCPUs: decide again.
+            decide |= self.receive_migrants();
             let (kick_woke, ended) = self.deliver_kicks();
+            decide |= self.return_migrants();
             woke |= kick_woke;
             decide |= ended;
         }
@@ -164,8 +167,12 @@ impl CpuScheduler {
                 ending = true;
                 continue;
             }
-            // Started by CPU_ON, or given an interrupt by another vCPU of its VM.
-            if vm.start_if_pending() || (vm.is_on() && vm.refresh_interrupts()) {
+            // Started by CPU_ON, or given an interrupt by another vCPU of its VM. A vCPU
+            // that is not loaded is woken without a look at its interrupts (that takes its
+            // VM's lock, which a higher-priority VM's path here must never wait for): if it
+            // has none to take, it blocks again when it runs.
+            let loaded = self.loaded == Some(super::vcpu_of(vm));
+            if vm.start_if_pending() || (vm.is_on() && (!loaded || vm.refresh_interrupts())) {
                 self.wake(at);
                 woke = true;
             }
@@ -189,7 +196,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
     gic::enable(board, VCPU_KICK_SGI);
     gic::enable(board, fabric::FABRIC_SGI);
     if cpu == 0 {
-        gic::enable(board, board.uart_irq);
+        gic::enable(board, board.uart.irq);
     }
 }
 
@@ -198,7 +205,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
 pub fn handle_idle(board: &Board, cpu: u8) {
     while let Some(intid) = gic::acknowledge() {
         gic::end_of_interrupt(intid);
-        if intid == board.uart_irq {
+        if intid == board.uart.irq {
             input::receive(cpu);
         }
         gic::deactivate(intid);

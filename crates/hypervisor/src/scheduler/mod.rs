@@ -20,6 +20,7 @@ mod interrupts;
 
 pub use interrupts::{enable_for_vms, handle_idle};
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use partita_core::board::Board;
@@ -28,9 +29,10 @@ use partita_core::sched::{ticks_from_micros, RunQueue, VcpuId, VcpuState};
 use crate::arch::aarch64::{gic, timer};
 use crate::console;
 use crate::counters;
+use crate::migrate;
 use crate::system::{Stop, System};
 use crate::trap::Outcome;
-use crate::vm::{BootEnd, Vm};
+use crate::vm::{BootEnd, Shared, Vm};
 
 pub struct CpuScheduler {
     cpu: u8,
@@ -40,6 +42,9 @@ pub struct CpuScheduler {
     queue: RunQueue,
     /// The run-queue name of the vCPU on the CPU.
     loaded: Option<VcpuId>,
+    /// This CPU's vCPUs migrated to another CPU (`migrate`), and whether their return was
+    /// requested.
+    lent: Vec<(Arc<Shared>, usize, bool)>,
 }
 
 /// The run-queue name of a vCPU.
@@ -68,6 +73,7 @@ impl CpuScheduler {
             vms,
             queue,
             loaded: None,
+            lent: Vec::new(),
         }
     }
 
@@ -97,6 +103,13 @@ impl CpuScheduler {
     /// Nothing is runnable: wait in WFI at EL2 for the next interrupt or event.
     fn idle(&mut self) {
         console::release_held();
+        // The CPU idles: its vCPUs migrated away come back.
+        for (shared, vcpu, requested) in &mut self.lent {
+            if !*requested {
+                shared.request_return(*vcpu);
+                *requested = true;
+            }
+        }
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
         counters::idle_begin();
         aarch64_cpu::asm::wfi();
@@ -104,16 +117,83 @@ impl CpuScheduler {
         self.handle_interrupts();
     }
 
-    /// Puts the vCPU of `vms[at]` on the CPU, taking the loaded one off first.
-    fn switch_to(&mut self, at: usize) {
-        let id = vcpu_of(&self.vms[at]);
+    /// Puts vCPU `id` on the CPU, taking the loaded one off first; a loaded vCPU that this
+    /// one preempts may migrate (`migrate_preempted`). Returns its position then.
+    fn switch_to(&mut self, id: VcpuId) -> Option<usize> {
         if self.loaded == Some(id) {
-            return;
+            return self.position(id);
         }
+        let preempted = self
+            .loaded_position()
+            .filter(|&old| self.queue.state(vcpu_of(&self.vms[old])) == Some(VcpuState::Ready));
         self.switch_out();
-        self.vms[at].switch_in();
+        if let Some(old) = preempted {
+            self.migrate_preempted(old, id);
+        }
+        let at = self.position(id)?;
+        self.vms[at].switch_in(self.cpu);
         counters::switched_in(self.vms[at].index());
         self.loaded = Some(id);
+        Some(at)
+    }
+
+    /// `vms[old]`, preempted by vCPU `by` of another VM and switched out, moves to the CPU
+    /// its VM's policy names (`Vm::migration_target`), if any, until this CPU idles.
+    fn migrate_preempted(&mut self, old: usize, by: VcpuId) {
+        let vm = &self.vms[old];
+        if vcpu_of(vm).vm == by.vm || vm.home() != self.cpu {
+            return;
+        }
+        let Some(target) = vm.migration_target() else {
+            return;
+        };
+        let vm = self.vms.remove(old);
+        let _ = self.queue.remove(vcpu_of(&vm));
+        self.lent.push((vm.shared(), vm.vcpu_index(), false));
+        migrate::send(vm, target);
+    }
+
+    /// Takes the vCPUs handed to this CPU: migrated ones arriving, or this CPU's own coming
+    /// back (then no longer lent). Each is ready and looked at as if kicked.
+    fn receive_migrants(&mut self) -> bool {
+        let arrived = migrate::receive(self.cpu);
+        let any = !arrived.is_empty();
+        for vm in arrived {
+            let id = vcpu_of(&vm);
+            self.lent.retain(|(shared, vcpu, _)| {
+                !(Arc::ptr_eq(shared, &vm.shared()) && *vcpu == vm.vcpu_index())
+            });
+            if let Err(e) = self.queue.add(id, vm.priority()) {
+                panic!("CPU {}: run queue: {e:?}", self.cpu);
+            }
+            if !vm.is_on() {
+                let _ = self.queue.block(id, None);
+            }
+            self.vms.push(vm);
+        }
+        any
+    }
+
+    /// Sends back the migrated vCPUs held here whose home CPU asked for them.
+    fn return_migrants(&mut self) -> bool {
+        let mut any = false;
+        let mut at = 0;
+        while at < self.vms.len() {
+            let vm = &self.vms[at];
+            if vm.home() == self.cpu || !vm.take_return_request() {
+                at += 1;
+                continue;
+            }
+            if self.loaded == Some(vcpu_of(vm)) {
+                self.switch_out();
+            }
+            let vm = self.vms.remove(at);
+            let _ = self.queue.remove(vcpu_of(&vm));
+            let home = vm.home();
+            migrate::send(vm, home);
+            any = true;
+        }
+        any
     }
 
     /// Takes the loaded vCPU off the CPU. A blocked one hands its virtual-timer deadline to
@@ -133,11 +213,14 @@ impl CpuScheduler {
         if self.vms[at].rebuilding() {
             return self.rebuild(at);
         }
+        let id = vcpu_of(&self.vms[at]);
         if !self.vms[at].is_on() {
-            let _ = self.queue.block(vcpu_of(&self.vms[at]), None);
+            let _ = self.queue.block(id, None);
             return;
         }
-        self.switch_to(at);
+        let Some(at) = self.switch_to(id) else {
+            return;
+        };
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
         loop {
             let vm = &mut self.vms[at];

@@ -1,8 +1,10 @@
 //! The cost of one console line (issue 16): `lines` lines of 64 characters (63 and the line
-//! end) through the UART driver, and, under Partita, through Partita's console call; the
+//! end) through the UART driver, through its data register alone, and, under Partita,
+//! through Partita's console call; the
 //! guest's own counter time per line, as `experiment=console test=<uart|call>
 //! metric=line-64` in ns. Under a hypervisor each UART character is a trapped data-register
-//! write (and a flag poll); a console call carries 48 bytes.
+//! write and a flag poll (`uart`, the driver), or the write alone (`uart-write`, the cost of
+//! one emulated character: 65 writes a line); a console call carries 48 bytes.
 
 use super::args::{Mode, Selection};
 use super::report;
@@ -24,6 +26,7 @@ pub fn run(selection: &Selection) {
         Mode::Full => 500,
     };
     measure(Path::Uart, lines);
+    measure(Path::UartWrite, lines);
     if partita::present() {
         measure(Path::Call, lines);
     }

@@ -9,6 +9,7 @@ mod property;
 mod redist;
 mod sgi;
 mod sizes;
+mod v2;
 
 use super::Vgic;
 use crate::devices::{AccessSize, MmioDevice};

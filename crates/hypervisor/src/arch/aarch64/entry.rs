@@ -30,7 +30,7 @@ global_asm!(
 _start:
     b       primary_entry
     .long   0
-    .quad   0x200000
+    .quad   PARTITA_TEXT_OFFSET
     .quad   __image_size
     .quad   0
     .quad   0

@@ -1,250 +1,128 @@
-//! The physical GICv3: Partita's driver for the distributor, this CPU's redistributor and the
-//! CPU interface system registers (Arm IHI 0069, chapter 12 register descriptions).
+//! The physical GIC, whichever version the board has: this module chooses between the GICv3
+//! driver (`gic_v3.rs`) and the GICv2 driver (`gic_v2.rs`) by the board's description, so
+//! the rest of Partita names no GIC version.
 //!
-//! Every interrupt Partita uses is Group 1 with one priority, so none preempts another. The
-//! CPU interface runs with EOImode = 1: `end_of_interrupt` only drops the running priority and
-//! `deactivate` ends the interrupt, which lets a physical interrupt forwarded to a guest with
-//! the list register's HW bit stay active until the guest deactivates it. Written by hand: the
-//! driver needs only a dozen registers and must expose the per-redistributor active state the
-//! `arm-gic` crate does not. It never configures an interrupt nobody asked for.
+//! Every interrupt Partita uses has one priority, so none preempts another, and the CPU
+//! interface runs with split priority drop and deactivation: `end_of_interrupt` only drops
+//! the running priority and `deactivate` ends the interrupt, which lets a physical interrupt
+//! forwarded to a guest with the list register's HW bit stay active until the guest
+//! deactivates it.
 
-use core::ptr::{read_volatile, write_volatile};
+use partita_core::board::{Board, Gic};
 
-use partita_core::board::Board;
+use super::{gic_v2, gic_v3};
+use crate::board::BOARD;
 
-use super::sysreg::{read_sysreg, write_sysreg};
+/// The board's GIC, as a constant so the hot paths (acknowledge, end of interrupt, ...)
+/// choose their version at build time.
+const GIC: Gic = BOARD.gic;
 
-/// Distributor registers (IHI 0069 12.9).
-const GICD_CTLR: u64 = 0x0000;
-const GICD_TYPER: u64 = 0x0004;
-const GICD_IGROUPR: u64 = 0x0080;
-const GICD_ISENABLER: u64 = 0x0100;
-const GICD_ICENABLER: u64 = 0x0180;
-const GICD_ISPENDR: u64 = 0x0200;
-const GICD_ICACTIVER: u64 = 0x0380;
-const GICD_IPRIORITYR: u64 = 0x0400;
-const GICD_IROUTER: u64 = 0x6000;
-/// GICD_CTLR: EnableGrp1 (EnableGrp1NS without DS), ARE (ARE_NS), RWP.
-const CTLR_ENABLE_GRP1: u32 = 1 << 1;
-const CTLR_ARE: u32 = 1 << 4;
-const CTLR_RWP: u32 = 1 << 31;
-
-/// Redistributor registers: RD frame (12.10), SGI frame at +64 KiB (12.11).
-const GICR_TYPER: u64 = 0x0008;
-const GICR_WAKER: u64 = 0x0014;
-const SGI_FRAME: u64 = 0x1_0000;
-const GICR_IGROUPR0: u64 = SGI_FRAME + 0x0080;
-const GICR_ISENABLER0: u64 = SGI_FRAME + 0x0100;
-const GICR_ICENABLER0: u64 = SGI_FRAME + 0x0180;
-const GICR_ISACTIVER0: u64 = SGI_FRAME + 0x0300;
-const GICR_ICACTIVER0: u64 = SGI_FRAME + 0x0380;
-const GICR_IPRIORITYR: u64 = SGI_FRAME + 0x0400;
-const TYPER_LAST: u64 = 1 << 4;
-const WAKER_PROCESSOR_SLEEP: u32 = 1 << 1;
-const WAKER_CHILDREN_ASLEEP: u32 = 1 << 2;
-
-/// ICC_SRE_EL2: SRE, DFB, DIB, Enable (EL1 may use its system registers).
-const ICC_SRE_EL2_VALUE: u64 = 0b1111;
-/// ICC_CTLR_EL1.EOImode: EOIR drops priority, DIR deactivates.
-const ICC_CTLR_EOIMODE: u64 = 1 << 1;
-/// The priority of every interrupt Partita enables, and the mask that lets all through.
-const PRIORITY: u8 = 0x80;
-const PMR_ALL: u64 = 0xff;
-/// INTIDs 1020 to 1023 are special: nothing to acknowledge.
-const FIRST_SPECIAL: u32 = 1020;
+/// SGIs and PPIs: INTIDs 0 to 31, banked per CPU.
 pub const PRIVATE_IRQS: u32 = 32;
 
-fn read32(addr: u64) -> u32 {
-    // SAFETY: `addr` is a register of the board's GIC, mapped as Device memory by `mmu`;
-    // reads of GIC registers have no side effect other than the architected one.
-    unsafe { read_volatile(addr as *const u32) }
-}
-
-fn write32(addr: u64, value: u32) {
-    // SAFETY: as `read32`; the callers write only the registers this driver owns.
-    unsafe { write_volatile(addr as *mut u32, value) }
-}
-
-fn read64(addr: u64) -> u64 {
-    // SAFETY: as `read32`, for the 64-bit registers (GICR_TYPER).
-    unsafe { read_volatile(addr as *const u64) }
-}
-
-fn write64(addr: u64, value: u64) {
-    // SAFETY: as `write32`, for GICD_IROUTER<n>.
-    unsafe { write_volatile(addr as *mut u64, value) }
-}
-
-fn wait_for_distributor(board: &Board) {
-    while read32(board.gicd.base + GICD_CTLR) & CTLR_RWP != 0 {}
-}
-
-/// Sets up the distributor (boot CPU, once): affinity routing, Group 1, every SPI disabled.
+/// Sets up the distributor (boot CPU, once): every SPI disabled.
 pub fn init_distributor(board: &Board) {
-    let gicd = board.gicd.base;
-    write32(gicd + GICD_CTLR, 0);
-    wait_for_distributor(board);
-    let lines = ((read32(gicd + GICD_TYPER) & 0x1f) + 1) * 32;
-    for first in (PRIVATE_IRQS..lines).step_by(32) {
-        let bank = u64::from(first / 32) * 4;
-        write32(gicd + GICD_ICENABLER + bank, u32::MAX);
-        write32(gicd + GICD_IGROUPR + bank, u32::MAX);
+    match &board.gic {
+        Gic::V3(gic) => gic_v3::init_distributor(gic),
+        Gic::V2(gic) => gic_v2::init_distributor(gic),
     }
-    wait_for_distributor(board);
-    write32(gicd + GICD_CTLR, CTLR_ARE);
-    wait_for_distributor(board);
-    write32(gicd + GICD_CTLR, CTLR_ARE | CTLR_ENABLE_GRP1);
-    wait_for_distributor(board);
 }
 
-/// This CPU's affinity as GICR_TYPER.Affinity_Value packs it (Aff3.Aff2.Aff1.Aff0).
-fn packed_affinity() -> u64 {
-    let mpidr = read_sysreg!("mpidr_el1");
-    ((mpidr >> 8) & 0xff00_0000) | (mpidr & 0xff_ffff)
-}
-
-/// The base of this CPU's redistributor.
-fn redistributor(board: &Board) -> u64 {
-    let me = packed_affinity();
-    let mut frame = board.gicr.base;
-    while frame < board.gicr.base + board.gicr.size {
-        let typer = read64(frame + GICR_TYPER);
-        if typer >> 32 == me {
-            return frame;
-        }
-        if typer & TYPER_LAST != 0 {
-            break;
-        }
-        frame += board.gicr_stride;
+/// Sets up this CPU's private interrupts (all disabled) and its CPU interface; `cpu` is the
+/// CPU's index in the board description.
+pub fn init_cpu(board: &Board, cpu: usize) {
+    match &board.gic {
+        Gic::V3(gic) => gic_v3::init_cpu(gic),
+        Gic::V2(gic) => gic_v2::init_cpu(gic, cpu),
     }
-    panic!("no GIC redistributor for affinity {me:#x}");
-}
-
-/// Wakes this CPU's redistributor, puts its SGIs and PPIs in Group 1, disabled, and turns
-/// the CPU interface on (every CPU).
-pub fn init_cpu(board: &Board) {
-    let gicr = redistributor(board);
-    let waker = read32(gicr + GICR_WAKER);
-    write32(gicr + GICR_WAKER, waker & !WAKER_PROCESSOR_SLEEP);
-    while read32(gicr + GICR_WAKER) & WAKER_CHILDREN_ASLEEP != 0 {}
-    write32(gicr + GICR_ICENABLER0, u32::MAX);
-    write32(gicr + GICR_ICACTIVER0, u32::MAX);
-    write32(gicr + GICR_IGROUPR0, u32::MAX);
-    write_sysreg!("s3_4_c12_c9_5", ICC_SRE_EL2_VALUE); // ICC_SRE_EL2
-    aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
-    write_sysreg!("s3_0_c4_c6_0", PMR_ALL); // ICC_PMR_EL1
-    write_sysreg!("s3_0_c12_c12_3", 0); // ICC_BPR1_EL1
-    write_sysreg!("s3_0_c12_c12_4", ICC_CTLR_EOIMODE); // ICC_CTLR_EL1
-    write_sysreg!("s3_0_c12_c12_7", 1); // ICC_IGRPEN1_EL1
-    aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
-}
-
-fn set_priority(base: u64, intid: u32) {
-    let addr = base + u64::from(intid & !3);
-    let shift = (intid % 4) * 8;
-    let old = read32(addr);
-    write32(
-        addr,
-        (old & !(0xff << shift)) | (u32::from(PRIORITY) << shift),
-    );
 }
 
 /// Enables `intid`: an SGI or PPI on this CPU, or an SPI routed to this CPU.
 pub fn enable(board: &Board, intid: u32) {
-    let bit = 1 << (intid % 32);
-    if intid < PRIVATE_IRQS {
-        let gicr = redistributor(board);
-        set_priority(gicr + GICR_IPRIORITYR, intid);
-        write32(gicr + GICR_ISENABLER0, bit);
-    } else {
-        let gicd = board.gicd.base;
-        set_priority(gicd + GICD_IPRIORITYR, intid);
-        write64(
-            gicd + GICD_IROUTER + 8 * u64::from(intid),
-            packed_affinity_route(),
-        );
-        write32(gicd + GICD_ISENABLER + u64::from(intid / 32) * 4, bit);
+    match &board.gic {
+        Gic::V3(gic) => gic_v3::enable(gic, intid),
+        Gic::V2(gic) => gic_v2::enable(gic, intid),
     }
-}
-
-/// GICD_IROUTER<n> naming this CPU (Aff3 at bits 39:32, Aff2..Aff0 at 23:0).
-fn packed_affinity_route() -> u64 {
-    let mpidr = read_sysreg!("mpidr_el1");
-    (mpidr & 0xff_0000_0000) | (mpidr & 0xff_ffff)
 }
 
 /// Disables `intid`: an SGI or PPI of this CPU, or an SPI.
 pub fn disable(board: &Board, intid: u32) {
-    let bit = 1 << (intid % 32);
-    if intid < PRIVATE_IRQS {
-        write32(redistributor(board) + GICR_ICENABLER0, bit);
-    } else {
-        write32(
-            board.gicd.base + GICD_ICENABLER + u64::from(intid / 32) * 4,
-            bit,
-        );
+    match &board.gic {
+        Gic::V3(gic) => gic_v3::disable(gic, intid),
+        Gic::V2(gic) => gic_v2::disable(gic, intid),
     }
 }
 
 /// Makes SPI `intid` pending, as if its device had signalled it.
 pub fn set_spi_pending(board: &Board, intid: u32) {
-    write32(
-        board.gicd.base + GICD_ISPENDR + u64::from(intid / 32) * 4,
-        1 << (intid % 32),
-    );
+    match &board.gic {
+        Gic::V3(gic) => gic_v3::set_spi_pending(gic, intid),
+        Gic::V2(gic) => gic_v2::set_spi_pending(gic, intid),
+    }
 }
 
 /// Clears the active state of `intid` (a PPI of this CPU or an SPI): a forwarded interrupt
 /// whose guest stopped, or left the CPU, before deactivating it.
 pub fn clear_active(board: &Board, intid: u32) {
-    let bit = 1 << (intid % 32);
-    if intid < PRIVATE_IRQS {
-        write32(redistributor(board) + GICR_ICACTIVER0, bit);
-    } else {
-        write32(
-            board.gicd.base + GICD_ICACTIVER + u64::from(intid / 32) * 4,
-            bit,
-        );
+    match &board.gic {
+        Gic::V3(gic) => gic_v3::clear_active(gic, intid),
+        Gic::V2(gic) => gic_v2::clear_active(gic, intid),
     }
 }
 
 /// Whether this CPU's PPI `intid` is active.
 pub fn ppi_active(board: &Board, intid: u32) -> bool {
-    intid < PRIVATE_IRQS && read32(redistributor(board) + GICR_ISACTIVER0) & (1 << intid) != 0
+    match &board.gic {
+        Gic::V3(gic) => gic_v3::ppi_active(gic, intid),
+        Gic::V2(gic) => gic_v2::ppi_active(gic, intid),
+    }
 }
 
 /// Makes this CPU's PPI `intid` active: it is not signalled again until the guest that
 /// holds its virtual twin (list register HW = 1) deactivates it.
 pub fn set_active_ppi(board: &Board, intid: u32) {
-    if intid < PRIVATE_IRQS {
-        write32(redistributor(board) + GICR_ISACTIVER0, 1 << intid);
+    match &board.gic {
+        Gic::V3(gic) => gic_v3::set_active_ppi(gic, intid),
+        Gic::V2(gic) => gic_v2::set_active_ppi(gic, intid),
     }
 }
 
-/// Whether an interrupt is pending for this CPU (ICC_HPPIR1_EL1), without acknowledging it.
+/// Whether an interrupt is pending for this CPU, without acknowledging it.
 pub fn pending() -> bool {
-    ((read_sysreg!("s3_0_c12_c12_2") & 0xff_ffff) as u32) < FIRST_SPECIAL
+    match &GIC {
+        Gic::V3(_) => gic_v3::pending(),
+        Gic::V2(gic) => gic_v2::pending(gic),
+    }
 }
 
-/// Acknowledges the highest-priority pending interrupt, if any (ICC_IAR1_EL1).
+/// Acknowledges the highest-priority pending interrupt, if any.
 pub fn acknowledge() -> Option<u32> {
-    let intid = (read_sysreg!("s3_0_c12_c12_0") & 0xff_ffff) as u32;
-    (intid < FIRST_SPECIAL).then_some(intid)
+    match &GIC {
+        Gic::V3(_) => gic_v3::acknowledge(),
+        Gic::V2(gic) => gic_v2::acknowledge(gic),
+    }
 }
 
-/// Drops the running priority of `intid` (ICC_EOIR1_EL1); it stays active.
+/// Drops the running priority of `intid`; it stays active.
 pub fn end_of_interrupt(intid: u32) {
-    write_sysreg!("s3_0_c12_c12_1", u64::from(intid));
+    match &GIC {
+        Gic::V3(_) => gic_v3::end_of_interrupt(intid),
+        Gic::V2(gic) => gic_v2::end_of_interrupt(gic, intid),
+    }
 }
 
-/// Deactivates `intid` (ICC_DIR_EL1).
+/// Deactivates `intid`.
 pub fn deactivate(intid: u32) {
-    write_sysreg!("s3_0_c12_c11_1", u64::from(intid));
+    match &GIC {
+        Gic::V3(_) => gic_v3::deactivate(intid),
+        Gic::V2(gic) => gic_v2::deactivate(gic, intid),
+    }
 }
 
-/// Sends SGI `sgi` to the CPU with MPIDR affinity Aff0 = `aff0` in cluster 0 (ICC_SGI1R_EL1).
-pub fn send_sgi(sgi: u8, aff0: u8) {
-    let value = (u64::from(sgi & 0xf) << 24) | (1u64 << (aff0 % 16)) | (u64::from(aff0 / 16) << 44);
-    write_sysreg!("s3_0_c12_c11_5", value);
-    aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
+/// Sends SGI `sgi` to physical CPU `cpu` (its index in the board description).
+pub fn send_sgi(sgi: u8, cpu: u8) {
+    match &GIC {
+        Gic::V3(_) => gic_v3::send_sgi(sgi, BOARD.cpus[usize::from(cpu)]),
+        Gic::V2(gic) => gic_v2::send_sgi(gic, sgi, usize::from(cpu)),
+    }
 }

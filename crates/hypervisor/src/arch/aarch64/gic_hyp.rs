@@ -1,13 +1,22 @@
-//! The GICv3 virtual CPU interface control registers at EL2 (IHI 0069 12.4 "ICH_* registers"):
-//! list registers, ICH_HCR_EL2, ICH_VMCR_EL2, the active-priority registers and ICH_VTR_EL2.
+//! The virtual CPU interface control at EL2: for a GICv3 the ICH_* system registers (IHI 0069
+//! 12.4: list registers, ICH_HCR_EL2, ICH_VMCR_EL2, the active-priority registers and
+//! ICH_VTR_EL2), for a GICv2 their GICH_* twins in memory (`gic_hyp_v2.rs`), chosen by the
+//! board. List registers are always given and taken in ICH_LR<n>_EL2's form; the GICv2 path
+//! translates them, and GICH_HCR's bits sit where ICH_HCR_EL2's do.
 //!
 //! Register names go by their encodings (`S3_4_C12_...`) so no assembler feature is needed.
 //! This module only moves values; what goes into a list register is `partita_core::vgic`'s
 //! decision. It must never touch the physical CPU interface (`gic.rs` does).
 
-use partita_core::vgic::MAX_LIST_REGISTERS;
+use partita_core::board::Gic;
+use partita_core::vgic::{from_v2, to_v2, MAX_LIST_REGISTERS};
 
+use super::gic_hyp_v2;
 use super::sysreg::{read_sysreg, write_sysreg};
+use crate::board::BOARD;
+
+/// The board's GIC, as a constant so the version is chosen at build time.
+const GIC: Gic = BOARD.gic;
 
 /// ICH_HCR_EL2.En: the virtual CPU interface signals virtual interrupts.
 pub const ICH_HCR_EN: u64 = 1;
@@ -39,12 +48,18 @@ macro_rules! for_lr {
 
 /// Number of list registers this CPU implements (ICH_VTR_EL2.ListRegs + 1).
 pub fn list_register_count() -> usize {
-    let vtr = read_sysreg!("s3_4_c12_c11_1");
-    ((vtr & 0x1f) as usize + 1).min(MAX_LIST_REGISTERS)
+    let count = match &GIC {
+        Gic::V3(_) => (read_sysreg!("s3_4_c12_c11_1") & 0x1f) as usize + 1,
+        Gic::V2(gic) => gic_hyp_v2::list_register_count(gic),
+    };
+    count.min(MAX_LIST_REGISTERS)
 }
 
 /// Reads ICH_LR<n>_EL2 (`n` below 16).
 pub fn read_list_register(n: usize) -> u64 {
+    if let Gic::V2(gic) = &GIC {
+        return from_v2(gic_hyp_v2::read_list_register(gic, n));
+    }
     macro_rules! read {
         ($reg:literal) => {
             read_sysreg!($reg)
@@ -55,6 +70,9 @@ pub fn read_list_register(n: usize) -> u64 {
 
 /// Writes `value` to ICH_LR<n>_EL2 (`n` below 16).
 pub fn write_list_register(n: usize, value: u64) {
+    if let Gic::V2(gic) = &GIC {
+        return gic_hyp_v2::write_list_register(gic, n, to_v2(value));
+    }
     macro_rules! write {
         ($reg:literal) => {
             write_sysreg!($reg, value)
@@ -65,11 +83,15 @@ pub fn write_list_register(n: usize, value: u64) {
 
 /// Writes ICH_HCR_EL2 (En and the maintenance-interrupt enables).
 pub fn set_hcr(value: u64) {
-    write_sysreg!("s3_4_c12_c11_0", value);
+    match &GIC {
+        Gic::V3(_) => write_sysreg!("s3_4_c12_c11_0", value),
+        Gic::V2(gic) => gic_hyp_v2::set_hcr(gic, value as u32),
+    }
 }
 
 /// The guest's view of its CPU interface that is not in the list registers: ICH_VMCR_EL2
-/// (priority mask, group enables, EOI mode) and the active priorities of groups 0 and 1.
+/// (priority mask, group enables, EOI mode) and the active priorities of groups 0 and 1; on
+/// a GICv2, GICH_VMCR and GICH_APR (kept as `vmcr` and `ap0r0`).
 #[derive(Clone, Copy, Default)]
 pub struct VirtualCpuInterface {
     vmcr: u64,
@@ -80,6 +102,11 @@ pub struct VirtualCpuInterface {
 impl VirtualCpuInterface {
     /// Copies the live registers into `self`.
     pub fn save(&mut self) {
+        if let Gic::V2(gic) = &GIC {
+            self.vmcr = u64::from(gic_hyp_v2::vmcr(gic));
+            self.ap0r0 = u64::from(gic_hyp_v2::apr(gic));
+            return;
+        }
         self.vmcr = read_sysreg!("s3_4_c12_c11_7");
         self.ap0r0 = read_sysreg!("s3_4_c12_c8_0");
         self.ap1r0 = read_sysreg!("s3_4_c12_c9_0");
@@ -87,6 +114,11 @@ impl VirtualCpuInterface {
 
     /// Loads `self` into the CPU.
     pub fn restore(&self) {
+        if let Gic::V2(gic) = &GIC {
+            gic_hyp_v2::set_vmcr(gic, self.vmcr as u32);
+            gic_hyp_v2::set_apr(gic, self.ap0r0 as u32);
+            return;
+        }
         write_sysreg!("s3_4_c12_c11_7", self.vmcr);
         write_sysreg!("s3_4_c12_c8_0", self.ap0r0);
         write_sysreg!("s3_4_c12_c9_0", self.ap1r0);

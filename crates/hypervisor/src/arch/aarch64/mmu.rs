@@ -1,6 +1,7 @@
 //! Partita's own EL2 stage-1 translation: an identity map of the board with 1 GiB blocks,
-//! RAM as Normal write-back cacheable memory and everything below RAM (the device area on
-//! QEMU virt) as Device-nGnRE, never executable.
+//! its RAM banks as Normal write-back cacheable memory and its device regions as
+//! Device-nGnRE, never executable; nothing else is mapped (the board tests check that no
+//! block holds both RAM and a device).
 //!
 //! One small static table (level 1, 39-bit VA) serves every CPU. It is written once by the
 //! boot CPU before any MMU is on and never changed afterwards; this module must never map
@@ -10,7 +11,9 @@ use core::arch::asm;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use aarch64_cpu::registers::{Writeable, MAIR_EL2, TCR_EL2, TTBR0_EL2};
-use partita_core::board::QEMU_VIRT;
+use partita_core::board::Region;
+
+use crate::board::BOARD;
 
 const BLOCK_SIZE: u64 = 1 << 30;
 const ENTRIES: usize = 512;
@@ -41,11 +44,10 @@ static TABLE: Table = Table([const { AtomicU64::new(0) }; ENTRIES]);
 
 fn block(index: usize) -> u64 {
     let base = index as u64 * BLOCK_SIZE;
-    let ram = &QEMU_VIRT.ram;
-    let ram_end = ram.end().unwrap_or(u64::MAX);
-    if base >= ram.base && base < ram_end {
+    let block = Region::new(base, BLOCK_SIZE);
+    if BOARD.ram.iter().any(|bank| bank.overlaps(&block)) {
         base | DESC_BLOCK | DESC_AF | DESC_SH_INNER | (ATTR_NORMAL_WB << 2)
-    } else if base < ram.base {
+    } else if BOARD.devices.iter().any(|device| device.overlaps(&block)) {
         base | DESC_BLOCK | DESC_AF | DESC_XN | (ATTR_DEVICE_NGNRE << 2)
     } else {
         0

@@ -51,6 +51,13 @@ const GUEST_RAM: Stage2Attributes = Stage2Attributes::VALID
 /// read-only as the configuration gives the VM (a write to a read-only channel is a
 /// stage-2 permission fault, reflected as a data abort).
 const CHANNEL_RW: Stage2Attributes = GUEST_RAM.union(Stage2Attributes::XN);
+/// A device frame passed to the guest (the GICv2 virtual CPU interface): Device-nGnRE,
+/// read-write, never executable.
+const DEVICE: Stage2Attributes = Stage2Attributes::VALID
+    .union(Stage2Attributes::MEMATTR_DEVICE_nGnRE)
+    .union(Stage2Attributes::S2AP_ACCESS_RW)
+    .union(Stage2Attributes::ACCESS_FLAG)
+    .union(Stage2Attributes::XN);
 const CHANNEL_RO: Stage2Attributes = GUEST_RAM
     .difference(Stage2Attributes::S2AP_ACCESS_RW)
     .union(Stage2Attributes::S2AP_ACCESS_RO)
@@ -204,6 +211,17 @@ impl Stage2Map {
         })
     }
 
+    /// Maps the `size` bytes of a device frame at `ipa` to `phys` with pages.
+    pub fn map_device(&mut self, ipa: u64, phys: u64, size: u64) -> Result<(), MapError> {
+        let range = MemoryRegion::new(ipa as usize, (ipa + size) as usize);
+        self.mapping.map_range(
+            &range,
+            PhysicalAddress(phys as usize),
+            DEVICE,
+            Constraints::NO_BLOCK_MAPPINGS,
+        )
+    }
+
     fn vttbr(&self) -> u64 {
         self.mapping.root_address().0 as u64 | (u64::from(self.vmid) << 48)
     }
@@ -215,6 +233,22 @@ impl Stage2Map {
         VTTBR_EL2.set(self.vttbr());
         if self.stale_tlb.swap(false, Ordering::AcqRel) {
             invalidate_selected_vmid();
+        }
+    }
+
+    /// Drops this CPU's cached translations of the VMID (the map must be active here): another
+    /// vCPU of the same VM ran on this CPU last.
+    pub fn forget_local_translations(&self) {
+        // SAFETY: TLB maintenance for the VMID in VTTBR_EL2 on this CPU only; it only
+        // discards cached translations of that VM.
+        unsafe {
+            asm!(
+                "dsb nshst",
+                "tlbi vmalls12e1",
+                "dsb nsh",
+                "isb",
+                options(nostack)
+            );
         }
     }
 

@@ -1,16 +1,22 @@
 //! The EL2 exception vector table, the world switch into a guest (`enter_guest`) and the save
 //! of the guest's registers when it traps back.
 //!
-//! While a guest runs, the EL2 stack holds the host's callee-saved registers and a pointer to
-//! the guest's `GuestRegs`. Any exception from a lower EL saves x0..x30 and ELR/SPSR there,
+//! While a guest runs, the EL2 stack holds the host's callee-saved registers, a pointer to
+//! the guest's `GuestRegs` and the short exit. Any exception from a lower EL saves x0..x30 and ELR/SPSR there,
 //! restores the host registers and returns from `enter_guest` with the exit kind, so trap
 //! handling is ordinary Rust on the ordinary stack. The guest's FP/SIMD registers stay live
 //! through an exit: Partita's code never uses them (it is built soft-float), and `fp` moves
 //! them only when a vCPU leaves or takes the CPU.
+//! A data abort from a lower EL (the emulated-device exit) first goes to the caller's
+//! short exit (`enter_guest`'s `short`) with the guest's registers saved and the EL2 clock read at the vector: when it
+//! finishes the exit, the guest is loaded back at once, without restoring the host's
+//! registers and entering it again. The vector tells that one exit class apart by ESR_EL2.EC
+//! only.
 //! Exceptions taken from EL2 itself are Partita bugs and end in a panic. This module must
 //! never interpret a trap: decoding belongs to `trap.rs` and `partita_core::trap`.
 
 use core::arch::global_asm;
+use core::ffi::c_void;
 use core::mem::offset_of;
 
 use aarch64_cpu::registers::{Readable, Writeable, ELR_EL2, ESR_EL2, FAR_EL2, VBAR_EL2};
@@ -34,23 +40,53 @@ pub enum Exit {
 }
 
 extern "C" {
-    fn enter_guest_raw(regs: *mut GuestRegs) -> u64;
+    fn enter_guest_raw(regs: *mut GuestRegs, short: *mut c_void, call: ShortCall) -> u64;
     static partita_vectors: u8;
 }
 
-/// Runs the guest with `regs` until it traps to EL2.
-pub fn enter_guest(regs: &mut GuestRegs) -> Exit {
+/// How the data-abort vector calls the short exit: `(clock, regs, short)` → 1 when done.
+type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
+
+/// Runs the guest with `regs` until it traps to EL2 with an exit `short` does not finish.
+///
+/// `short` is asked about every data abort from the guest before the host's registers are
+/// restored: given the guest's saved registers and the EL2 clock when the exception was taken
+/// (`counters`'s clock), it returns true when it has done everything the exit needed, and
+/// the guest goes straight back in with the registers as it left them; false returns the
+/// exit.
+pub fn enter_guest<F: FnMut(&mut GuestRegs, u64) -> bool>(
+    regs: &mut GuestRegs,
+    short: &mut F,
+) -> Exit {
+    let call: ShortCall = short_exit::<F>;
+    let short = core::ptr::from_mut(short).cast::<c_void>();
     // SAFETY: `regs` is a valid, exclusively borrowed register file for the duration of the
     // call; the assembly saves and restores every callee-saved register of the host and
-    // returns on the same stack. Stage 2, HCR_EL2 and the EL1 context of this guest are loaded
-    // by the caller, so the guest can only reach its own memory.
-    let kind = unsafe { enter_guest_raw(regs) };
+    // returns on the same stack. `short` is an exclusively borrowed `F`, used only by
+    // `call` (`short_exit::<F>`) during the call. Stage 2, HCR_EL2 and the EL1 context of
+    // this guest are loaded by the caller, so the guest can only reach its own memory.
+    let kind = unsafe { enter_guest_raw(regs, short, call) };
     match kind {
         0 => Exit::Synchronous,
         1 => Exit::Irq,
         2 => Exit::Fiq,
         _ => Exit::SError,
     }
+}
+
+/// Called by the data-abort vector with the guest's registers saved and the host's not yet
+/// restored (on the EL2 stack below `enter_guest_raw`'s frame): 1 when `short` finished the
+/// exit and the guest is loaded back, 0 when `enter_guest_raw` returns it.
+extern "C" fn short_exit<F: FnMut(&mut GuestRegs, u64) -> bool>(
+    start: u64,
+    regs: *mut GuestRegs,
+    short: *mut c_void,
+) -> u64 {
+    // SAFETY: `enter_guest` passed these two pointers to `enter_guest_raw`, which is still
+    // running: `regs` is its exclusively borrowed register file (the guest is not running,
+    // the assembly touches it again only after this returns) and `short` its `&mut F`.
+    let (regs, short) = unsafe { (&mut *regs, &mut *short.cast::<F>()) };
+    u64::from(short(regs, start))
 }
 
 /// Points VBAR_EL2 at Partita's vector table on this CPU.
@@ -86,6 +122,18 @@ global_asm!(
     b       guest_exit
 .endm
 
+// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) takes the short exit.
+.macro guest_sync_vector
+    .balign 0x80
+    stp     x0, x1, [sp, #-16]!
+    mrs     x0, esr_el2
+    lsr     x0, x0, #26
+    cmp     x0, #0x24
+    b.eq    guest_data_abort
+    mov     x0, #0
+    b       guest_exit
+.endm
+
 .section .text.vectors, "ax"
 .balign 0x800
 .global partita_vectors
@@ -98,7 +146,7 @@ partita_vectors:
     el2_vector 5
     el2_vector 6
     el2_vector 7
-    guest_vector 0
+    guest_sync_vector
     guest_vector 1
     guest_vector 2
     guest_vector 3
@@ -116,8 +164,11 @@ enter_guest_raw:
     stp     x23, x24, [sp, #-16]!
     stp     x21, x22, [sp, #-16]!
     stp     x19, x20, [sp, #-16]!
-    stp     x0, xzr, [sp, #-16]!
+    stp     x2, xzr, [sp, #-16]!
+    stp     x0, x1, [sp, #-16]!
 
+// Loads the guest's registers from x0 and enters it.
+load_guest:
     ldp     x2, x3, [x0, #{elr}]
     msr     elr_el2, x2
     msr     spsr_el2, x3
@@ -141,6 +192,48 @@ enter_guest_raw:
     eret
     dsb     nsh
     isb
+
+// Entered from the synchronous vector with the guest's x0/x1 pushed: reads the clock (as
+// `counters` does: the PMU cycle counter, or the generic counter times 16), saves the guest's
+// registers and calls the short exit `call(clock, regs, short)` (`enter_guest_raw`'s third and
+// second arguments, kept in its frame).
+guest_data_abort:
+    adrp    x0, {pmu}
+    ldrb    w0, [x0, :lo12:{pmu}]
+    cbz     w0, 1f
+    mrs     x0, pmccntr_el0
+    b       2f
+1:  mrs     x0, cntpct_el0
+    lsl     x0, x0, #4
+2:  ldr     x1, [sp, #16]
+    stp     x2, x3, [x1, #16]
+    stp     x4, x5, [x1, #32]
+    stp     x6, x7, [x1, #48]
+    stp     x8, x9, [x1, #64]
+    stp     x10, x11, [x1, #80]
+    stp     x12, x13, [x1, #96]
+    stp     x14, x15, [x1, #112]
+    stp     x16, x17, [x1, #128]
+    stp     x18, x19, [x1, #144]
+    stp     x20, x21, [x1, #160]
+    stp     x22, x23, [x1, #176]
+    stp     x24, x25, [x1, #192]
+    stp     x26, x27, [x1, #208]
+    stp     x28, x29, [x1, #224]
+    str     x30, [x1, #240]
+    ldp     x2, x3, [sp], #16
+    stp     x2, x3, [x1, #0]
+    mrs     x2, elr_el2
+    mrs     x3, spsr_el2
+    stp     x2, x3, [x1, #{elr}]
+    ldr     x2, [sp, #8]
+    ldr     x3, [sp, #16]
+    blr     x3
+    cbz     x0, 3f
+    ldr     x0, [sp]
+    b       load_guest
+3:  mov     x0, #0
+    b       restore_host
 
 // Entered from a guest vector with the guest's x0/x1 pushed and the exit kind in x0.
 guest_exit:
@@ -166,7 +259,9 @@ guest_exit:
     mrs     x3, spsr_el2
     stp     x2, x3, [x1, #{elr}]
 
-    add     sp, sp, #16
+// Returns from `enter_guest_raw` with the exit kind in x0.
+restore_host:
+    add     sp, sp, #32
     ldp     x19, x20, [sp], #16
     ldp     x21, x22, [sp], #16
     ldp     x23, x24, [sp], #16
@@ -176,6 +271,7 @@ guest_exit:
     ret
 "#,
     elr = const offset_of!(GuestRegs, elr),
+    pmu = sym crate::counters::PMU,
 );
 
 const _: () = {
