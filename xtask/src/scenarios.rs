@@ -1166,7 +1166,7 @@ mod tests {
 
     #[test]
     fn every_scenario_config_exists() {
-        for s in &SCENARIOS {
+        for s in SCENARIOS {
             if let Boot::Partita(config) | Boot::Typed(config, _) = s.boot {
                 assert!(
                     crate::paths::root().join(config).is_file(),

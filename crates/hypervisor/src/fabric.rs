@@ -593,12 +593,12 @@ pub fn run() -> ! {
                 st.manager.expire(now, &mut out);
                 f.perform(&mut st, &out, now);
             }
-            for p in 0..n {
+            for (p, hw) in hw.iter_mut().enumerate() {
                 let prr = p as PrrId;
                 if st.regions[p].dropped {
                     st.regions[p].dropped = false;
                     st.regions[p].running = None;
-                    hw[p] = Hardware::default();
+                    *hw = Hardware::default();
                 }
                 if st.regions[p].reconfig_until.is_some_and(|t| t <= now) {
                     st.regions[p].reconfig_until = None;
@@ -609,17 +609,17 @@ pub fn run() -> ! {
                 if let Some((vm, dev, job)) = st.regions[p].resume.take() {
                     if st.manager.started(prr) {
                         st.regions[p].running = Some((vm, dev));
-                        hw[p] = Hardware {
+                        *hw = Hardware {
                             job: Some((vm, dev, job)),
                             frame_started: now,
                             computed: None,
                         };
                     }
                 }
-                if hw[p].job.is_none() {
-                    start_if_asked(f, &mut st, prr, now, &mut hw[p]);
+                if hw.job.is_none() {
+                    start_if_asked(f, &mut st, prr, now, hw);
                 }
-                busy |= hw[p].job.is_some();
+                busy |= hw.job.is_some();
             }
         }
         // One frame's work of one region per round, the regions in turn.

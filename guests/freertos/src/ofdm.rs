@@ -320,7 +320,7 @@ extern "C" fn task(parameter: *mut c_void) {
         GPOS[index % GPOS.len()]
     };
     let jobs = ((word >> 16) & 0xff_ffff) as u32;
-    let frames = ((word >> 40) & 0xff) as usize;
+    let frames = (word >> 40) & 0xff;
     let page = Page(ACCELERATORS[index].load(Ordering::Relaxed));
     let function = plan.function;
     let mut buffers = Buffers::of(index);
