@@ -40,6 +40,8 @@ pub enum ExitKind {
     Other,
     /// A data abort a device model answered (`device_access`).
     Device,
+    /// A kick SGI that brought the loaded vCPU an interrupt from another CPU (`kicked`).
+    Kick,
 }
 
 /// The exit causes counted (`Counter::Traps*`).
@@ -102,7 +104,8 @@ struct CpuWords {
 const BOOT: u64 = u64::MAX;
 /// Owner after idle: the wake-up is charged to the VM that enters next.
 const WOKE: u64 = u64::MAX - 1;
-const NO_PATH: u64 = 4;
+/// No `ExitKind`: the next entry ends no measured path.
+const NO_PATH: u64 = u64::MAX;
 
 static CPUS: [CpuWords; MAX_CPUS] = [const {
     CpuWords {
@@ -210,6 +213,8 @@ pub fn entering(vm: usize) {
             Some(Counter::InjectionCount)
         } else if kind == ExitKind::Device as u64 && !woke {
             Some(Counter::DeviceCount)
+        } else if kind == ExitKind::Kick as u64 && injected {
+            Some(Counter::KickCount)
         } else {
             None
         };
@@ -288,60 +293,74 @@ pub fn device_access() {
     cpu().kind.store(ExitKind::Device as u64, Ordering::Relaxed);
 }
 
-/// The counting of one VM's short exits while its vCPU is entered (`Vm::enter`): each
-/// access folds only its path samples; the traps and the EL2 time they add up to are
-/// counted once, by `finish`, when the vCPU's exit leaves the short path.
+/// An exit the world switch's short exit finished (`short_exit`).
+#[derive(Clone, Copy)]
+pub enum ShortPath {
+    /// A device access (`uart_write`: a character written to a UART's data register).
+    Device { uart_write: bool },
+    /// A hypercall (HVC, or SMC when `smc`).
+    Hypercall { smc: bool },
+    /// A physical interrupt injected into the loaded vCPU.
+    Injection,
+    /// A trapped ICC_SGI1R_EL1 write (an SGI injected).
+    Sgi,
+}
+
+/// The counting of one VM's short exits while its vCPU is entered (`Vm::enter`): each folds
+/// its trap, injection and path sample at once (relaxed loads and stores into this CPU's
+/// words); their EL2 time is taken off the guest's when the vCPU's exit leaves the short
+/// path (`finish`).
 pub struct ShortExits {
     words: Option<&'static [AtomicU64; WORDS]>,
-    /// The device path's count and sum when the vCPU was entered.
-    count: u64,
-    sum: u64,
+    /// EL2 time of the short exits so far.
+    el2: u64,
 }
 
 impl ShortExits {
     /// For VM `vm`'s vCPU, about to be entered on this CPU.
     pub fn new(vm: usize) -> Self {
-        let words = words(vm);
-        let device = words.map(|w| path(w, Counter::DeviceCount));
         ShortExits {
-            words,
-            count: device.map_or(0, |d| d.count),
-            sum: device.map_or(0, |d| d.sum),
+            words: words(vm),
+            el2: 0,
         }
     }
 
-    /// A device access the short exit finished (`write`: a character written to a UART's
-    /// data register), which began with the exception at `start`.
+    /// The short exit finished `path`, which began with the exception at `start`: the
+    /// sample runs from the vector's clock read to now.
     #[inline]
-    pub fn device(&self, start: u64, write: bool) {
-        let now = clock();
-        if let Some(w) = self.words {
-            let first = if write {
-                Counter::UartWriteCount
-            } else {
-                Counter::DeviceCount
-            };
-            fold(w, first, now.wrapping_sub(start));
-        }
-    }
-
-    /// The vCPU's exit leaves the short path (before `exited`): its short exits are counted
-    /// as data-abort traps, and their time as EL2's, not the guest's.
-    pub fn finish(self) {
+    pub fn done(&mut self, start: u64, path: ShortPath) {
+        let ns = clock().wrapping_sub(start);
+        self.el2 = self.el2.wrapping_add(ns);
         let Some(w) = self.words else {
             return;
         };
-        let device = path(w, Counter::DeviceCount);
-        let el2 = device.sum.wrapping_sub(self.sum);
-        add_words(
-            w,
-            Counter::TrapsDataAbort,
-            device.count.wrapping_sub(self.count),
-        );
-        add_words(w, Counter::El2Ns, el2);
+        let (trap, first) = match path {
+            ShortPath::Device { uart_write: true } => (Trap::DataAbort, Counter::UartWriteCount),
+            ShortPath::Device { uart_write: false } => (Trap::DataAbort, Counter::DeviceCount),
+            ShortPath::Hypercall { smc: false } => (Trap::Hvc, Counter::HypercallCount),
+            ShortPath::Hypercall { smc: true } => (Trap::Smc, Counter::HypercallCount),
+            ShortPath::Injection => (Trap::Irq, Counter::InjectionCount),
+            ShortPath::Sgi => {
+                add_words(w, Counter::TrapsSysreg, 1);
+                add_words(w, Counter::Injected, 1);
+                add_words(w, Counter::El2Ns, ns);
+                return;
+            }
+        };
+        add_words(w, trap.counter(), 1);
+        if matches!(path, ShortPath::Injection) {
+            add_words(w, Counter::Injected, 1);
+        }
+        add_words(w, Counter::El2Ns, ns);
+        fold(w, first, ns);
+    }
+
+    /// The vCPU's exit leaves the short path (before `exited`): the short exits' time is
+    /// EL2's, not the guest's.
+    pub fn finish(self) {
         let mark = &cpu().mark;
         mark.store(
-            mark.load(Ordering::Relaxed).wrapping_add(el2),
+            mark.load(Ordering::Relaxed).wrapping_add(self.el2),
             Ordering::Relaxed,
         );
     }
@@ -353,6 +372,17 @@ pub fn injected(vm: usize) {
     let cpu = cpu();
     let owner = cpu.owner.load(Ordering::Relaxed);
     if owner == vm as u64 || owner == WOKE {
+        cpu.injected.store(vm as u64 + 1, Ordering::Relaxed);
+    }
+}
+
+/// A kick SGI brought VM `vm`'s loaded vCPU an interrupt another vCPU of it made pending
+/// on another CPU: the exit to its next entry is a cross-CPU injection.
+pub fn kicked(vm: usize) {
+    let cpu = cpu();
+    let owner = cpu.owner.load(Ordering::Relaxed);
+    if owner == vm as u64 || owner == WOKE {
+        cpu.kind.store(ExitKind::Kick as u64, Ordering::Relaxed);
         cpu.injected.store(vm as u64 + 1, Ordering::Relaxed);
     }
 }
@@ -389,12 +419,13 @@ pub fn read(vm: usize, counter: Counter) -> Option<u64> {
         return None;
     }
     // A path's four words: count, min, sum (read as the mean), max.
-    const PATHS: [Counter; 5] = [
+    const PATHS: [Counter; 6] = [
         Counter::HypercallCount,
         Counter::InjectionCount,
         Counter::SwitchCount,
         Counter::DeviceCount,
         Counter::UartWriteCount,
+        Counter::KickCount,
     ];
     let at = counter as usize;
     if let Some(&first) = PATHS

@@ -136,7 +136,7 @@ impl Vcpu {
     }
 
     /// Runs the guest until its next exit that `short` does not finish (`enter_guest`).
-    pub fn run(&mut self, short: &mut impl FnMut(&mut GuestRegs, u64) -> bool) -> Exit {
+    pub fn run(&mut self, short: &mut impl FnMut(&mut GuestRegs, u64, Exit) -> bool) -> Exit {
         enter_guest(&mut self.regs, short)
     }
 }

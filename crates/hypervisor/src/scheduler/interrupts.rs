@@ -30,7 +30,11 @@ impl CpuScheduler {
         let mut input = false;
         let mut kicked = false;
         let mut accel = false;
-        while let Some(intid) = gic::acknowledge() {
+        // The short exit may have acknowledged one already (`Vm::take_acknowledged`).
+        let mut held = self
+            .loaded_position()
+            .and_then(|at| self.vms[at].take_acknowledged());
+        while let Some(intid) = held.take().or_else(gic::acknowledge) {
             gic::end_of_interrupt(intid);
             if let Some(at) = self.owner(intid) {
                 self.vms[at].inject(intid);
@@ -90,9 +94,7 @@ impl CpuScheduler {
         if intid == self.board.timer_virt_irq {
             return self.loaded_position();
         }
-        self.vms
-            .iter()
-            .position(|vm| vm.forwarded().contains(&intid))
+        self.owners.owner(intid)
     }
 
     /// Raises the doorbells rung for this CPU's VMs; wakes a blocked VM that now has an
@@ -172,7 +174,13 @@ impl CpuScheduler {
             // VM's lock, which a higher-priority VM's path here must never wait for): if it
             // has none to take, it blocks again when it runs.
             let loaded = self.loaded == Some(super::vcpu_of(vm));
-            if vm.start_if_pending() || (vm.is_on() && (!loaded || vm.refresh_interrupts())) {
+            if vm.start_if_pending() {
+                self.wake(at);
+                woke = true;
+            } else if vm.is_on() && (!loaded || vm.refresh_interrupts()) {
+                if loaded {
+                    crate::counters::kicked(vm.index());
+                }
                 self.wake(at);
                 woke = true;
             }
