@@ -97,6 +97,7 @@ fn system(interval_us: u32) -> SystemConfig {
         vms: vec![vm("a"), vm("b"), vm("c")],
         console: Default::default(),
         channels: vec![channel("ab", &["a", "b"]), channel("abc", &["a", "b", "c"])],
+        fabric: None,
     }
 }
 

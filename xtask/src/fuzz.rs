@@ -24,7 +24,7 @@ pub struct FuzzTarget {
     pub covers: &'static str,
 }
 
-pub const TARGETS: [FuzzTarget; 10] = [
+pub const TARGETS: [FuzzTarget; 11] = [
     FuzzTarget {
         name: "trap",
         covers: "ESR_EL2 syndromes, MMIO access decoding and loads, sysreg ISS, fault IPA",
@@ -64,6 +64,10 @@ pub const TARGETS: [FuzzTarget; 10] = [
     FuzzTarget {
         name: "bundle",
         covers: "the bundle parser the hypervisor runs at boot",
+    },
+    FuzzTarget {
+        name: "accel",
+        covers: "the accelerator manager: requests, storms and fabric events on random fabrics",
     },
 ];
 

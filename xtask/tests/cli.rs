@@ -34,7 +34,7 @@ fn fuzz_with_an_unknown_target_names_the_known_ones() {
     assert_eq!(
         err,
         "xtask: error: --target: no fuzz target named \"nope\"; known: trap, hypercall, vgic, \
-         vgic_v2, pl011, console, testdev, config, ivc, bundle\n"
+         vgic_v2, pl011, console, testdev, config, ivc, bundle, accel\n"
     );
 }
 

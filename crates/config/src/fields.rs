@@ -133,6 +133,19 @@ impl<'a> Fields<'a> {
             .collect()
     }
 
+    /// A required array of strings such as `vms = ["rtos", "linux"]`.
+    pub fn strings(&self, name: &str) -> Result<Vec<String>, ConfigError> {
+        let key = self.key(name);
+        match self.required(name)? {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| as_str(&format!("{key}[{i}]"), v).map(str::to_string))
+                .collect(),
+            v => Err(wrong_type(&key, "an array of strings", v)),
+        }
+    }
+
     /// An array of small integers such as `cpus = [0, 1]`.
     pub fn u8_array(&self, name: &str) -> Result<Vec<u8>, ConfigError> {
         integers(&self.key(name), self.required(name)?)
@@ -176,7 +189,7 @@ fn as_str<'v>(key: &str, value: &'v Value) -> Result<&'v str, ConfigError> {
 }
 
 /// An integer that must fit `T` (`u8`, `u32`, `u64`).
-fn integer<T>(key: &str, value: &Value) -> Result<T, ConfigError>
+pub fn integer<T>(key: &str, value: &Value) -> Result<T, ConfigError>
 where
     T: TryFrom<i64> + Bounded,
 {

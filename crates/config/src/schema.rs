@@ -5,18 +5,20 @@
 //! (keys, types, names, ranges); the rules about the system itself (overlaps, CPUs, image
 //! room) belong to `partita_core::config::validate`, and the image files are read elsewhere.
 
+use partita_core::accel::functions::Function;
 use partita_core::board::Platform;
 use partita_core::config::{
-    Access, BoardConfig, ChannelConfig, ChannelMember, ConfigError, ConsoleConfig, ConsoleView,
-    DeviceConfig, EndAction, ImageConfig, InitrdConfig, MemoryRegion, ResetAction, SystemConfig,
-    TimerMode, VmConfig, VmKind, DEFAULT_RING_INTERVAL_US,
+    AcceleratorConfig, Access, BitstreamConfig, BoardConfig, ChannelConfig, ChannelMember,
+    ConfigError, ConsoleConfig, ConsoleView, DeviceConfig, EndAction, FabricConfig, ImageConfig,
+    InitrdConfig, MemoryRegion, RegionConfig, ResetAction, SystemConfig, TimerMode, VmConfig,
+    VmKind, DEFAULT_HOLD_US, DEFAULT_RECONFIG_BYTES_PER_US, DEFAULT_RING_INTERVAL_US,
 };
 use partita_core::sched::DEFAULT_SLICE_US;
 use toml::{Table, Value};
 
-use super::fields::{wrong_type, Fields};
+use super::fields::{integer, wrong_type, Fields};
 
-const TOP_KEYS: [&str; 4] = ["board", "vm", "console", "channel"];
+const TOP_KEYS: [&str; 5] = ["board", "vm", "console", "channel", "fabric"];
 const BOARD_KEYS: [&str; 3] = ["platform", "cpus", "slice_us"];
 const VM_KEYS: [&str; 15] = [
     "name",
@@ -42,6 +44,24 @@ const PL011_KEYS: [&str; 3] = ["type", "base", "irq"];
 const TESTDEV_KEYS: [&str; 2] = ["type", "base"];
 const CHANNEL_KEYS: [&str; 5] = ["name", "size", "phys", "ring_interval_us", "vm"];
 const CHANNEL_VM_KEYS: [&str; 4] = ["name", "base", "access", "irq"];
+const FABRIC_KEYS: [&str; 5] = [
+    "cpu",
+    "reconfig_bytes_per_us",
+    "hold_us",
+    "region",
+    "accelerator",
+];
+const REGION_KEYS: [&str; 2] = ["name", "size"];
+const ACCELERATOR_KEYS: [&str; 7] = [
+    "name",
+    "function",
+    "base",
+    "irq",
+    "frame_ns",
+    "vms",
+    "bitstream",
+];
+const BITSTREAM_KEYS: [&str; 2] = ["region", "size"];
 
 /// Scheduling priority of a VM that names none.
 fn default_priority(kind: VmKind) -> u8 {
@@ -81,11 +101,89 @@ pub fn system(top: &Table) -> Result<SystemConfig, ConfigError> {
         Some(Value::Table(t)) => console(t)?,
         Some(v) => return Err(wrong_type("console", "a table ([console])", v)),
     };
+    let fabric = match top.get("fabric") {
+        None => None,
+        Some(Value::Table(t)) => Some(fabric(t)?),
+        Some(v) => return Err(wrong_type("fabric", "a table ([fabric])", v)),
+    };
     Ok(SystemConfig {
         board,
         vms,
         console,
         channels,
+        fabric,
+    })
+}
+
+fn fabric(table: &Table) -> Result<FabricConfig, ConfigError> {
+    let f = Fields::new("fabric", table, "[fabric]", &FABRIC_KEYS)?;
+    let regions = f
+        .tables("region")?
+        .into_iter()
+        .enumerate()
+        .map(|(r, t)| {
+            let f = Fields::new(format!("fabric.region[{r}]"), t, "a region", &REGION_KEYS)?;
+            Ok(RegionConfig {
+                name: f.required_string("name")?.to_string(),
+                size: f.size("size")?,
+            })
+        })
+        .collect::<Result<_, ConfigError>>()?;
+    let accelerators = f
+        .tables("accelerator")?
+        .into_iter()
+        .enumerate()
+        .map(|(d, t)| accelerator(d, t))
+        .collect::<Result<_, _>>()?;
+    Ok(FabricConfig {
+        cpu: integer(&f.key("cpu"), f.required("cpu")?)?,
+        reconfig_bytes_per_us: f
+            .optional_u32("reconfig_bytes_per_us")?
+            .unwrap_or(DEFAULT_RECONFIG_BYTES_PER_US),
+        hold_us: f.optional_u32("hold_us")?.unwrap_or(DEFAULT_HOLD_US),
+        regions,
+        accelerators,
+        phys: None,
+    })
+}
+
+fn accelerator(d: usize, table: &Table) -> Result<AcceleratorConfig, ConfigError> {
+    let path = format!("fabric.accelerator[{d}]");
+    let f = Fields::new(path, table, "an accelerator", &ACCELERATOR_KEYS)?;
+    let name = f.required_string("function")?;
+    let function = Function::from_name(name).ok_or_else(|| {
+        ConfigError::new(
+            f.key("function"),
+            format!("unknown function \"{name}\"; expected \"qam16\", \"qam64\", \"fft512\" or \"fft1024\""),
+        )
+    })?;
+    let bitstreams = f
+        .tables("bitstream")?
+        .into_iter()
+        .enumerate()
+        .map(|(b, t)| {
+            let f = Fields::new(
+                format!("fabric.accelerator[{d}].bitstream[{b}]"),
+                t,
+                "a bitstream",
+                &BITSTREAM_KEYS,
+            )?;
+            Ok(BitstreamConfig {
+                region: f.required_string("region")?.to_string(),
+                size: f.size("size")?,
+            })
+        })
+        .collect::<Result<_, ConfigError>>()?;
+    Ok(AcceleratorConfig {
+        name: f.required_string("name")?.to_string(),
+        function,
+        base: f.required_address("base")?,
+        irq: f.u32("irq")?,
+        frame_ns: f
+            .optional_u32("frame_ns")?
+            .unwrap_or_else(|| function.table6_frame_ns()),
+        vms: f.strings("vms")?,
+        bitstreams,
     })
 }
 

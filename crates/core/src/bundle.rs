@@ -187,6 +187,7 @@ mod tests {
                 })
                 .collect(),
             channels: vec![],
+            fabric: None,
             console: ConsoleConfig::default(),
         }
     }

@@ -16,11 +16,16 @@ use crate::board::{Board, Platform, Region};
 use crate::boot::KernelHeader;
 
 mod channel;
+mod fabric;
 mod placement;
 
 pub use channel::{
     Access, ChannelConfig, ChannelMember, VmChannel, DEFAULT_RING_INTERVAL_US, MAX_CHANNELS,
     MAX_MEMBERS, MAX_RING_INTERVAL_US, MIN_RING_INTERVAL_US,
+};
+pub use fabric::{
+    AcceleratorConfig, BitstreamConfig, FabricConfig, RegionConfig, DEFAULT_HOLD_US,
+    DEFAULT_RECONFIG_BYTES_PER_US, MAX_HOLD_US,
 };
 pub use placement::{MAX_SLICE_US, MIN_SLICE_US};
 
@@ -45,6 +50,8 @@ pub struct SystemConfig {
     pub console: ConsoleConfig,
     /// Memory shared between named VMs, with their doorbells.
     pub channels: Vec<ChannelConfig>,
+    /// The reconfigurable fabric and its accelerators (`docs/accelerators.md`).
+    pub fabric: Option<FabricConfig>,
 }
 
 /// How the physical console starts (`crate::console`), and where the host keeps each VM's
@@ -251,6 +258,17 @@ impl MemoryRegion {
     }
 }
 
+impl VmConfig {
+    /// The physical address of `len` bytes at guest-physical `ipa`, when they all lie in
+    /// one of the VM's memory regions (a DMA on the VM's behalf, `accel::job`).
+    pub fn translate(&self, ipa: u64, len: u64) -> Option<u64> {
+        self.memory.iter().find_map(|m| {
+            let inside = ipa >= m.base && len <= m.size && ipa - m.base <= m.size - len;
+            inside.then_some(m.phys? + (ipa - m.base))
+        })
+    }
+}
+
 /// The program a VM boots: copied to `load` (guest-physical) and entered there.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageConfig {
@@ -402,6 +420,7 @@ pub fn validate(cfg: &SystemConfig) -> Result<(), ConfigError> {
     validate_across_vms(cfg)?;
     placement::validate(cfg, board)?;
     channel::validate(cfg, board)?;
+    fabric::validate(cfg, board)?;
     for (i, vm) in cfg.vms.iter().enumerate() {
         validate_device_tree(cfg, board, vm)
             .map_err(|m| ConfigError::new(format!("vm[{i}].device"), m))?;
@@ -469,9 +488,18 @@ fn validate_vm(
 /// The device tree Partita generates for the VM must fit the `DTB_SIZE` bytes reserved for
 /// it (many devices could overflow it): `guest_fdt` says so.
 fn validate_device_tree(cfg: &SystemConfig, board: &Board, vm: &VmConfig) -> Result<(), String> {
-    crate::fdt::guest_fdt(vm, &cfg.channels_of(&vm.name), board, &[0; 32])
-        .map(drop)
-        .map_err(|e| format!("{e}"))
+    crate::fdt::guest_fdt(
+        vm,
+        &cfg.channels_of(&vm.name),
+        &cfg.accelerators_of(&vm.name)
+            .into_iter()
+            .map(|(_, a)| a)
+            .collect::<Vec<_>>(),
+        board,
+        &[0; 32],
+    )
+    .map(drop)
+    .map_err(|e| format!("{e}"))
 }
 
 fn validate_bootargs(bootargs: &str) -> Result<(), String> {
@@ -809,7 +837,8 @@ pub fn plan_memory(cfg: &mut SystemConfig) -> Result<(), ConfigError> {
             taken.push(Region::new(phys, m.size));
         }
     }
-    channel::plan(&mut cfg.channels, board, &mut taken)
+    channel::plan(&mut cfg.channels, board, &mut taken)?;
+    fabric::plan(cfg, board, &mut taken)
 }
 
 /// The largest stage-2 block size (4 KiB, 2 MiB, 1 GiB) both `base` and `size` allow.
@@ -908,6 +937,7 @@ pub(crate) mod tests {
             },
             vms,
             channels: vec![],
+            fabric: None,
             console: ConsoleConfig::default(),
         }
     }

@@ -16,7 +16,7 @@ use core::fmt;
 use vm_fdt::FdtWriter;
 
 use crate::board::{Board, Gic};
-use crate::config::{Access, DeviceConfig, VmChannel, VmConfig, DTB_SIZE};
+use crate::config::{AcceleratorConfig, Access, DeviceConfig, VmChannel, VmConfig, DTB_SIZE};
 use crate::vgic::Affinity;
 
 /// Why no device tree could be made for a VM.
@@ -84,9 +84,14 @@ pub struct GuestFdt {
 impl GuestFdt {
     /// Writes `vm`'s device tree on `board` and finds where its seed lies: the only bytes
     /// that differ between trees written with two seeds that differ in every byte.
-    pub fn new(vm: &VmConfig, channels: &[VmChannel], board: &Board) -> Result<GuestFdt> {
-        let zeros = guest_fdt(vm, channels, board, &[0; 32])?;
-        let ones = guest_fdt(vm, channels, board, &[0xff; 32])?;
+    pub fn new(
+        vm: &VmConfig,
+        channels: &[VmChannel],
+        accelerators: &[&AcceleratorConfig],
+        board: &Board,
+    ) -> Result<GuestFdt> {
+        let zeros = guest_fdt(vm, channels, accelerators, board, &[0; 32])?;
+        let ones = guest_fdt(vm, channels, accelerators, board, &[0xff; 32])?;
         let seed_at = zeros
             .iter()
             .zip(&ones)
@@ -112,10 +117,12 @@ impl GuestFdt {
 }
 
 /// Builds the flattened device tree of `vm` on `board`, with the `channels` it is a member
-/// of (`SystemConfig::channels_of`).
+/// of (`SystemConfig::channels_of`) and the `accelerators` it may use
+/// (`SystemConfig::accelerators_of`).
 pub fn guest_fdt(
     vm: &VmConfig,
     channels: &[VmChannel],
+    accelerators: &[&AcceleratorConfig],
     board: &Board,
     rng_seed: &[u8; 32],
 ) -> Result<Vec<u8>> {
@@ -137,6 +144,9 @@ pub fn guest_fdt(
     }
     for channel in channels {
         channel_node(&mut fdt, channel)?;
+    }
+    for accelerator in accelerators {
+        accelerator_node(&mut fdt, accelerator)?;
     }
     chosen_and_aliases(&mut fdt, vm, rng_seed)?;
     fdt.end_node(root)?;
@@ -309,6 +319,21 @@ fn channel_node(fdt: &mut FdtWriter, channel: &VmChannel) -> Result<()> {
     Ok(())
 }
 
+/// An accelerator's interface page (`docs/accelerators.md`): its page, its interrupt as an
+/// edge-triggered SPI, and its function by name.
+fn accelerator_node(fdt: &mut FdtWriter, accelerator: &AcceleratorConfig) -> Result<()> {
+    let irq = accelerator.irq;
+    let spi = irq.checked_sub(32).ok_or(FdtError::NotAnSpi { irq })?;
+    let node = fdt.begin_node(&format!("accelerator@{:x}", accelerator.base))?;
+    fdt.property_string("compatible", "partita,accelerator")?;
+    fdt.property_array_u64("reg", &[accelerator.base, 0x1000])?;
+    fdt.property_array_u32("interrupts", &[GIC_SPI, spi, IRQ_TYPE_EDGE_RISING])?;
+    fdt.property_string("label", &accelerator.name)?;
+    fdt.property_string("partita,function", accelerator.function.name())?;
+    fdt.end_node(node)?;
+    Ok(())
+}
+
 fn chosen_and_aliases(fdt: &mut FdtWriter, vm: &VmConfig, rng_seed: &[u8; 32]) -> Result<()> {
     let uarts: Vec<String> = vm
         .devices
@@ -392,7 +417,7 @@ mod tests {
     const SEED: [u8; 32] = [7; 32];
 
     fn blob(vm: &VmConfig) -> Vec<u8> {
-        guest_fdt(vm, &[], &QEMU_VIRT, &SEED).unwrap()
+        guest_fdt(vm, &[], &[], &QEMU_VIRT, &SEED).unwrap()
     }
 
     fn cells(fdt: &Fdt, path: &str, name: &str) -> Vec<u32> {
@@ -436,7 +461,7 @@ mod tests {
                 irq: 65,
             },
         ];
-        let b = guest_fdt(&probe_vm(), &channels, &QEMU_VIRT, &SEED).unwrap();
+        let b = guest_fdt(&probe_vm(), &channels, &[], &QEMU_VIRT, &SEED).unwrap();
         let fdt = Fdt::new(&b).unwrap();
         let ro = "/ivc@50000000";
         assert_eq!(strings_of(&fdt, ro, "compatible"), ["partita,ivc"]);
@@ -552,12 +577,12 @@ mod tests {
     #[test]
     fn a_stamped_tree_is_the_tree_written_with_that_seed() {
         let vm = probe_vm();
-        let template = GuestFdt::new(&vm, &[], &QEMU_VIRT).unwrap();
+        let template = GuestFdt::new(&vm, &[], &[], &QEMU_VIRT).unwrap();
         assert_eq!(template.with_seed(&SEED), blob(&vm));
         let other: [u8; 32] = core::array::from_fn(|i| i as u8);
         assert_eq!(
             template.with_seed(&other),
-            guest_fdt(&vm, &[], &QEMU_VIRT, &other).unwrap()
+            guest_fdt(&vm, &[], &[], &QEMU_VIRT, &other).unwrap()
         );
     }
 
@@ -606,13 +631,13 @@ mod tests {
         let mut vm = probe_vm();
         vm.bootargs = "a\0b".into();
         assert!(matches!(
-            guest_fdt(&vm, &[], &QEMU_VIRT, &SEED),
+            guest_fdt(&vm, &[], &[], &QEMU_VIRT, &SEED),
             Err(FdtError::Writer(_))
         ));
         let mut vm = probe_vm();
         vm.bootargs = "x".repeat(DTB_SIZE as usize);
         assert!(matches!(
-            guest_fdt(&vm, &[], &QEMU_VIRT, &SEED),
+            guest_fdt(&vm, &[], &[], &QEMU_VIRT, &SEED),
             Err(FdtError::TooLarge { .. })
         ));
         let mut vm = probe_vm();
@@ -621,7 +646,7 @@ mod tests {
             irq: 5,
         };
         assert_eq!(
-            guest_fdt(&vm, &[], &QEMU_VIRT, &SEED),
+            guest_fdt(&vm, &[], &[], &QEMU_VIRT, &SEED),
             Err(FdtError::NotAnSpi { irq: 5 })
         );
     }

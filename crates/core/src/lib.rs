@@ -12,6 +12,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod accel;
 pub mod board;
 pub mod boot;
 pub mod bundle;

@@ -56,6 +56,9 @@ pub fn run(cpu: usize) -> ! {
     }
     let board = config.board.platform.board();
     gic::init_cpu(board, cpu);
+    if crate::fabric::is_fabric_cpu(cpu) {
+        crate::fabric::run();
+    }
     crate::counters::init_cpu();
     scheduler::enable_for_vms(board, cpu);
     let owner = mine

@@ -17,6 +17,7 @@ mod console;
 mod counters;
 mod cpu;
 mod devices;
+mod fabric;
 mod heap;
 mod hypercall;
 mod inject;
@@ -59,6 +60,7 @@ extern "C" fn primary_main(dtb: u64) -> ! {
     arch::aarch64::gic::init_distributor(board);
     input::init(&system.bundle.config);
     ivc::init(&system.bundle.config);
+    fabric::init(&system.bundle.config, seed::fabric_key());
     cpu::start_secondaries(system);
     cpu::run(0)
 }

@@ -48,6 +48,13 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// The 32-byte seed of VM `index` on its `boots`-th start.
+/// The key that seals the fabric's saved contexts (`fabric`): per boot of the machine,
+/// never shown to a guest.
+pub fn fabric_key() -> u64 {
+    let base = FIRMWARE_SEED.get().copied().unwrap_or(FIXED_SEED);
+    mix(mix(base ^ 0x4b31_4358_6661_6272))
+}
+
 pub fn for_vm(index: usize, boots: u64) -> [u8; 32] {
     let base = FIRMWARE_SEED.get().copied().unwrap_or(FIXED_SEED);
     let mut x = mix(base ^ ((index as u64) << 32) ^ boots);

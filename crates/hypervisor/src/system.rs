@@ -123,6 +123,7 @@ impl System {
             self.faulted.store(true, Ordering::SeqCst);
         }
         if self.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            crate::fabric::print_stats();
             if self.faulted.load(Ordering::SeqCst) {
                 println!("all VMs stopped, at least one faulted");
                 semihosting::exit(FAULT_STATUS);

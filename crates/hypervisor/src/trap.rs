@@ -10,6 +10,7 @@ use partita_core::trap::{decode, fault_ipa, DataAbort, SysregAccess, TrapCause, 
 
 use crate::arch::aarch64::vectors::Exit;
 use crate::counters::{self, Trap};
+use crate::fabric::{self, Requested};
 use crate::hypercall;
 use crate::inject::{self, Injected};
 use crate::system::Stop;
@@ -128,6 +129,23 @@ fn reflect(vm: &mut Vm, injected: Injected) -> Outcome {
 fn data_abort(vm: &mut Vm, abort: DataAbort, len: u64) -> Outcome {
     let far = FAR_EL2.get();
     let ipa = fault_ipa(HPFAR_EL2.get(), far);
+    if abort.write && !abort.stage1_walk {
+        // A write to an unconnected accelerator interface is the VM's request; the write
+        // itself runs again when the VM resumes (connected by then, or still waiting).
+        let value = abort
+            .access
+            .filter(|a| a.size.mask() == u64::from(u32::MAX))
+            .map(|a| vm.vcpu.reg(a.register) as u32);
+        match fabric::request(vm.index(), ipa, value) {
+            Some(Requested::Retry) => return Outcome::Resume,
+            Some(Requested::Dropped) => return skip(vm, len),
+            Some(Requested::Waiting) => {
+                fabric::yield_cpu();
+                return Outcome::Resume;
+            }
+            None => {}
+        }
+    }
     let emulated = match abort.access {
         Some(access) if !abort.stage1_walk && !abort.far_invalid => {
             vm.mmio(ipa, access, abort.write)

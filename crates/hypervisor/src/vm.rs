@@ -330,6 +330,7 @@ impl Vm {
                 );
             }
         }
+        crate::fabric::map(index, &mut stage2);
         let board = system.bundle.config.board.platform.board();
         VirtualGic::map_cpu_interface(board, &mut stage2);
         let mut forwarded = config.irqs.clone();
@@ -382,8 +383,19 @@ impl Vm {
         let builder = Builder {
             images,
             memory,
-            fdt: GuestFdt::new(config, &channels, board)
-                .unwrap_or_else(|e| panic!("vm {}: device tree: {e}", config.name)),
+            fdt: GuestFdt::new(
+                config,
+                &channels,
+                &system
+                    .bundle
+                    .config
+                    .accelerators_of(&config.name)
+                    .into_iter()
+                    .map(|(_, a)| a)
+                    .collect::<Vec<_>>(),
+                board,
+            )
+            .unwrap_or_else(|e| panic!("vm {}: device tree: {e}", config.name)),
             rebuild: None,
         };
         let mut vm = Vm::join(shared, 0, physical_timer);
@@ -470,6 +482,9 @@ impl Vm {
         let Some(rebuild) = builder.rebuild.as_mut() else {
             return true;
         };
+        if !crate::fabric::quiet(shared.index) {
+            return false;
+        }
         if let Some(m) = builder.memory.get_mut(rebuild.region) {
             let blobs = rebuild.blobs(shared.config, &builder.images);
             let at = m.guest.base + rebuild.offset;
@@ -930,6 +945,7 @@ impl Vm {
 
     fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
         console::finish_vm_line(self.shared.index);
+        crate::fabric::release(self.shared.index);
         let name = &self.shared.name;
         let boots = self.shared.boots.load(Ordering::Relaxed);
         let config = self.shared.config;
@@ -966,6 +982,8 @@ impl Vm {
         for &intid in &self.shared.forwarded {
             gic::disable(self.shared.board, intid);
         }
+        crate::fabric::release(self.shared.index);
+        crate::fabric::forget(self.shared.index);
         self.release_interrupts();
         self.shared.retired.store(true, Ordering::Release);
         for vcpu in 1..self.shared.vcpus.len() {

@@ -23,6 +23,7 @@ mod gic;
 mod heap;
 mod ivc;
 mod ivc_demo;
+mod ofdm;
 mod partita;
 mod pl011;
 mod platform;
@@ -92,11 +93,13 @@ extern "C" fn rust_main(dtb: usize, entry_el: u64) -> ! {
     }
     let channel = ivc::ChannelInfo::find(&fdt);
     let ivc_options = ivc_demo::Options::parse(BootArgs::line(&fdt));
+    let ofdm = ofdm::Options::parse(BootArgs::line(&fdt)).map(|o| (o, &fdt));
     start(
         &platform,
         args.bench,
         args.tick,
         channel.map(|c| (c, ivc_options)),
+        ofdm,
     )
 }
 
@@ -106,6 +109,7 @@ fn start(
     bench: Option<bench::Selection>,
     tick: timer::Source,
     channel: Option<(ivc::ChannelInfo, ivc_demo::Options)>,
+    ofdm: Option<(ofdm::Options, &Fdt<'_>)>,
 ) -> ! {
     // SAFETY: the regions come from the device tree's arm,gic-v3 node, and the guest is the
     // only software programming the GIC at EL1.
@@ -136,13 +140,14 @@ fn start(
     console::create_line_lock()
         .unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
     let demo = bench.is_none();
-    let spawned = match bench {
-        Some(selection) => {
+    let spawned = match (bench, ofdm) {
+        (_, Some((options, fdt))) => spawn_ofdm(fdt, &gic, platform.memory_base, options),
+        (Some(selection), None) => {
             gic.enable_sgi(sgi::INTID, sgi::PRIORITY)
                 .unwrap_or_else(|error| console::halt(format_args!("bench SGI: {error}")));
             bench::spawn(selection)
         }
-        None => spawn_tasks(),
+        (None, None) => spawn_tasks(),
     };
     spawned.unwrap_or_else(|_| console::halt(format_args!("FreeRTOS heap exhausted")));
     if let Some((info, options)) = channel.filter(|(_, options)| demo || options.requested) {
@@ -160,6 +165,23 @@ fn start(
     }
     freertos::start_scheduler();
     console::halt(format_args!("FreeRTOS scheduler returned"))
+}
+
+/// The OFDM experiment (`ofdm`): the real-time task and the accelerators' tasks.
+fn spawn_ofdm(
+    fdt: &Fdt<'_>,
+    gic: &Gic,
+    ram_base: usize,
+    options: ofdm::Options,
+) -> Result<(), freertos::OutOfMemory> {
+    let rt = freertos::spawn(
+        rt::dispatch_latency_task,
+        c"rt",
+        TASK_STACK_WORDS,
+        RT_PRIORITY,
+    )?;
+    port::set_release_task(rt);
+    ofdm::spawn(fdt, gic, ram_base, options)
 }
 
 fn spawn_tasks() -> Result<(), freertos::OutOfMemory> {

@@ -10,7 +10,7 @@
 //! notification. This module must never block or print from interrupt context.
 
 use crate::freertos::{self, Task};
-use crate::{bench, console, ivc, sgi, timer, vectors};
+use crate::{bench, console, ivc, ofdm, sgi, timer, vectors};
 use core::ffi::{c_char, c_ulong, c_void, CStr};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -95,7 +95,7 @@ extern "C" fn vApplicationFPUSafeIRQHandler(iar: u32) {
         on_tick();
     } else if intid == sgi::INTID {
         bench::on_sgi();
-    } else {
+    } else if !ofdm::on_interrupt(intid) {
         ivc::on_interrupt(intid);
     }
 }

@@ -16,6 +16,7 @@ use partita_core::board::Board;
 
 use super::CpuScheduler;
 use crate::arch::aarch64::{gic, timer};
+use crate::fabric;
 use crate::input;
 use crate::ivc;
 use crate::vm::VCPU_KICK_SGI;
@@ -28,6 +29,7 @@ impl CpuScheduler {
         let mut woke = false;
         let mut input = false;
         let mut kicked = false;
+        let mut accel = false;
         // The short exit may have acknowledged one already (`Vm::take_acknowledged`).
         let mut held = self
             .loaded_position()
@@ -55,6 +57,8 @@ impl CpuScheduler {
                 input = true;
             } else if intid == VCPU_KICK_SGI {
                 kicked = true;
+            } else if intid == fabric::FABRIC_SGI {
+                accel = true;
             }
             gic::deactivate(intid);
         }
@@ -63,6 +67,9 @@ impl CpuScheduler {
         }
         if ivc::cpu_has_pending(self.cpu) {
             woke |= self.deliver_doorbells();
+        }
+        if accel || fabric::cpu_has_pending(self.cpu) {
+            woke |= self.deliver_accelerators();
         }
         if kicked {
             // Migrated vCPUs arriving or leaving change the CPU's set of vCPUs: decide again.
@@ -98,6 +105,27 @@ impl CpuScheduler {
             let vm = &mut self.vms[at];
             let rung = ivc::take(vm.index());
             if rung != 0 && vm.receive_doorbells(rung) && vm.has_deliverable() {
+                self.wake(at);
+                woke = true;
+            }
+        }
+        woke
+    }
+
+    /// Raises the accelerator interrupts the fabric made due for this CPU's VMs; wakes a
+    /// blocked VM that now has one to take. True when one was woken.
+    fn deliver_accelerators(&mut self) -> bool {
+        let mut woke = false;
+        for at in 0..self.vms.len() {
+            if self.vms[at].vcpu_index() != 0 {
+                continue;
+            }
+            let due = fabric::take(self.vms[at].index());
+            for &intid in &due {
+                self.vms[at].inject(intid);
+                crate::counters::injected(self.vms[at].index());
+            }
+            if !due.is_empty() && self.vms[at].has_deliverable() {
                 self.wake(at);
                 woke = true;
             }
@@ -174,6 +202,7 @@ pub fn enable_for_vms(board: &Board, cpu: usize) {
     gic::enable(board, input::KICK_SGI);
     gic::enable(board, ivc::DOORBELL_SGI);
     gic::enable(board, VCPU_KICK_SGI);
+    gic::enable(board, fabric::FABRIC_SGI);
     if cpu == 0 {
         gic::enable(board, board.uart.irq);
     }

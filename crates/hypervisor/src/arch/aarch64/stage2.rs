@@ -10,10 +10,10 @@
 //! another VM's memory; callers pass only the validated regions and channels of one VM.
 
 use core::arch::asm;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use aarch64_cpu::registers::{Readable, Writeable, VTCR_EL2, VTTBR_EL2};
-use aarch64_paging::descriptor::{PhysicalAddress, Stage2Attributes};
+use aarch64_paging::descriptor::{PhysicalAddress, Stage2Attributes, VirtualAddress};
 use aarch64_paging::idmap::IdTranslation;
 use aarch64_paging::paging::{Constraints, MemoryRegion, Stage2};
 use aarch64_paging::{MapError, Mapping};
@@ -63,6 +63,76 @@ const CHANNEL_RO: Stage2Attributes = GUEST_RAM
     .union(Stage2Attributes::S2AP_ACCESS_RO)
     .union(Stage2Attributes::XN);
 
+/// An accelerator's interface page: normal memory like a read-only channel until the VM is
+/// connected to a region (`InterfacePte::set_writable`).
+const INTERFACE_RO: Stage2Attributes = CHANNEL_RO;
+/// S2AP's write bit: RO (0b01) and RW (0b11) differ only in it.
+const S2AP_WRITE: usize = 1 << 7;
+
+/// The leaf descriptor of one interface page in one VM's stage 2, so a connection change
+/// flips one permission bit with no table walk (`docs/accelerators.md`).
+pub struct InterfacePte {
+    /// The descriptor, inside the VM's tables (which live as long as the VM's `Shared`;
+    /// the fabric forgets the handle when the VM stops).
+    pte: *const AtomicUsize,
+    ipa: u64,
+    /// VTTBR_EL2 of the VM: the TLB maintenance runs under its VMID.
+    vttbr: u64,
+}
+
+// SAFETY: the descriptor is an atomic word in tables that outlive every holder of the
+// handle (see `pte`); any CPU may flip its permission bit.
+unsafe impl Send for InterfacePte {}
+// SAFETY: as above: every access is an atomic read-modify-write.
+unsafe impl Sync for InterfacePte {}
+
+impl InterfacePte {
+    /// Makes the page writable (connected) or read-only. Making it read-only drops every
+    /// cached translation of the page for the VM before returning (`invalidate`), so no CPU
+    /// writes it after this; making it writable needs none (a stale read-only entry costs
+    /// one spurious permission fault, after which the caller invalidates and retries).
+    pub fn set_writable(&self, writable: bool) {
+        // SAFETY: `pte` points at the live leaf descriptor of this page (see the field).
+        let pte = unsafe { &*self.pte };
+        if writable {
+            pte.fetch_or(S2AP_WRITE, Ordering::Release);
+            // SAFETY: barrier only: the table walker sees the new descriptor.
+            unsafe { asm!("dsb ishst", options(nostack)) };
+        } else {
+            pte.fetch_and(!S2AP_WRITE, Ordering::Release);
+            self.invalidate();
+        }
+    }
+
+    /// Drops the VM's TLB entries for this page: TLBI IPAS2E1IS for its stage-2 entry, then
+    /// (after a DSB, as the architecture requires) TLBI VMALLE1IS, because combined
+    /// stage-1+2 entries are tagged by VA, not by IPA, and cannot be picked out. Both run
+    /// under the VM's VMID (VTTBR_EL2 is switched for the duration and restored: EL2 code
+    /// here never runs a guest in between). Other VMs keep their TLB entries.
+    pub fn invalidate(&self) {
+        let saved: u64 = read_sysreg!("vttbr_el2");
+        // SAFETY: TLB maintenance for one VMID; VTTBR_EL2 only selects the VMID and is
+        // restored before any guest runs on this CPU.
+        unsafe {
+            asm!(
+                "msr vttbr_el2, {vttbr}",
+                "isb",
+                "dsb ishst",
+                "tlbi ipas2e1is, {page}",
+                "dsb ish",
+                "tlbi vmalle1is",
+                "dsb ish",
+                "msr vttbr_el2, {saved}",
+                "isb",
+                vttbr = in(reg) self.vttbr,
+                page = in(reg) self.ipa >> 12,
+                saved = in(reg) saved,
+                options(nostack)
+            );
+        }
+    }
+}
+
 /// One VM's stage-2 tables and its VMID.
 pub struct Stage2Map {
     mapping: Mapping<IdTranslation<Stage2Attributes>, Stage2>,
@@ -109,6 +179,36 @@ impl Stage2Map {
             attributes,
             Constraints::empty(),
         )
+    }
+
+    /// Maps an accelerator's interface page at `ipa` to `phys`, read-only, and returns the
+    /// handle that connects and disconnects it.
+    pub fn map_interface(&mut self, ipa: u64, phys: u64) -> Result<InterfacePte, MapError> {
+        let range = MemoryRegion::new(ipa as usize, (ipa + 0x1000) as usize);
+        self.mapping.map_range(
+            &range,
+            PhysicalAddress(phys as usize),
+            INTERFACE_RO,
+            Constraints::empty(),
+        )?;
+        let mut pte = core::ptr::null();
+        self.mapping
+            .walk_range(&range, &mut |_, descriptor, level| {
+                if level == 3 {
+                    pte = core::ptr::from_ref(descriptor).cast::<AtomicUsize>();
+                }
+                Ok(())
+            })?;
+        if pte.is_null() {
+            return Err(MapError::InvalidVirtualAddress(VirtualAddress(
+                ipa as usize,
+            )));
+        }
+        Ok(InterfacePte {
+            pte,
+            ipa,
+            vttbr: self.vttbr(),
+        })
     }
 
     /// Maps the `size` bytes of a device frame at `ipa` to `phys` with pages.
