@@ -104,6 +104,28 @@ pub fn print_line(args: fmt::Arguments) {
     let _ = writeln!(uart, "[partita] {args}");
 }
 
+/// Partita's own lines that can wait (`print_line_unhurried`), kept while an interrupt is
+/// pending and printed when the CPU idles (`release_held`).
+static PARTITA_HELD: Mutex<heapless::String<PARTITA_HELD_BYTES>> =
+    Mutex::new(heapless::String::new());
+const PARTITA_HELD_BYTES: usize = 2048;
+
+/// Prints a long hypervisor line that no one waits for (a stopped VM's counters) as
+/// `print_line` does, unless a physical interrupt is pending: then the line is kept until the
+/// CPU idles, so printing it never delays the VM the interrupt is for. A line that does not
+/// fit beside the ones kept is printed at once.
+pub fn print_line_unhurried(args: fmt::Arguments) {
+    if gic::pending() {
+        let mut held = PARTITA_HELD.lock();
+        let before = held.len();
+        if writeln!(held, "[partita] {args}").is_ok() {
+            return;
+        }
+        held.truncate(before);
+    }
+    print_line(args);
+}
+
 /// Prints a line on the panic path, where the lock may be held by a stuck CPU or by this one.
 pub fn print_line_forced(args: fmt::Arguments) {
     for _ in 0..1_000_000 {
@@ -261,6 +283,15 @@ fn with_stream(vm: usize, f: impl FnOnce(&mut VmOutput, View, &mut Screen)) {
 
 /// Prints every stream's held lines: the CPU is about to idle, so no vCPU waits for it.
 pub fn release_held() {
+    {
+        let mut held = PARTITA_HELD.lock();
+        if !held.is_empty() {
+            let mut uart = CONSOLE.lock();
+            uart.fresh_line();
+            let _ = uart.write_str(&held);
+            held.clear();
+        }
+    }
     for stream in STREAMS.get().into_iter().flatten() {
         let mut stream = stream.lock();
         if !stream.held.is_empty() {

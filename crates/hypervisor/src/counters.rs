@@ -23,7 +23,6 @@ use partita_core::counters::{Counter, PathStats};
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg};
-use crate::println;
 
 /// VMs with counters (configuration indices below this); others are not counted.
 const MAX_VMS: usize = 16;
@@ -464,5 +463,5 @@ pub fn print(vm: usize, name: &str) {
             Ok(())
         }
     }
-    println!("counters vm={name}{}", Values(vm));
+    crate::console::print_line_unhurried(format_args!("counters vm={name}{}", Values(vm)));
 }

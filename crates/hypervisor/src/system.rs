@@ -14,6 +14,7 @@ use partita_core::config;
 use spin::{Mutex, Once};
 
 use crate::arch::aarch64::{psci, semihosting};
+use crate::console;
 use crate::println;
 use crate::vm;
 
@@ -123,6 +124,8 @@ impl System {
             self.faulted.store(true, Ordering::SeqCst);
         }
         if self.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // Nothing runs any more: what was kept for later is printed now.
+            console::release_held();
             crate::fabric::print_stats();
             if self.faulted.load(Ordering::SeqCst) {
                 println!("all VMs stopped, at least one faulted");
