@@ -51,7 +51,7 @@ const SPI_RANGE: core::ops::Range<u32> = 32..1020;
 #[derive(Clone, Copy, Debug)]
 pub enum GicError {
     /// The device tree's GIC is not where the port was compiled to find it.
-    NotWhereBuilt { distributor: usize, cpu: usize },
+    ElsewhereThanBuilt { distributor: usize, cpu: usize },
     /// The INTID is not a private peripheral interrupt.
     NotAPpi(u32),
     /// The INTID is not a software-generated interrupt.
@@ -63,7 +63,7 @@ pub enum GicError {
 impl fmt::Display for GicError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NotWhereBuilt { distributor, cpu } => write!(
+            Self::ElsewhereThanBuilt { distributor, cpu } => write!(
                 f,
                 "the device tree's GIC (distributor {distributor:#x}, cpu interface {cpu:#x}) \
                  is not the one this image was built for (distributor {DISTRIBUTOR}, cpu \
@@ -94,7 +94,7 @@ impl Gic {
         _cpu_interface_size: usize,
     ) -> Result<Self, GicError> {
         if distributor != built(DISTRIBUTOR) || cpu_interface != built(CPU_INTERFACE) {
-            return Err(GicError::NotWhereBuilt {
+            return Err(GicError::ElsewhereThanBuilt {
                 distributor,
                 cpu: cpu_interface,
             });
