@@ -531,6 +531,18 @@ pub const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
+        // Each VM on its own Cortex-A53 of the ZCU102 (configs/zcu102/split.toml): Partita
+        // starts CPU 1 with QEMU's built-in PSCI (CPU_ON through SMC).
+        name: "zcu102-split",
+        boot: Boot::Partita("configs/zcu102/split.toml"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 300,
+        expect: SPLIT_BESIDE_LINUX,
+    },
+    Scenario {
         name: "linux-beside-probe",
         boot: Boot::Partita("configs/tests/linux-beside-probe.toml"),
         job: Some(TIMER_JOB),
