@@ -356,6 +356,7 @@ fn run_native_linux(job: Option<&str>, icount: bool, timeout: Option<u64>) -> Re
     let options = linux::NativeOptions {
         clock: Clock::for_run(icount, job.is_none()),
         no_reboot: false,
+        cpus: 1,
     };
     run_qemu(linux::native_command(&guest, &bootargs, &options), timeout)
 }

@@ -385,6 +385,20 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: CLEAN_PROBE,
     },
     Scenario {
+        name: "probe-smp",
+        boot: Boot::Partita("configs/tests/probe-smp.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 120,
+        expect: &[
+            Expect::Line("[probe] probe: smp: all 5 checks passed"),
+            Expect::NoLine("[probe] FAIL *"),
+            Expect::Line("[partita] all VMs powered off"),
+        ],
+    },
+    Scenario {
         name: "probe-crash",
         boot: Boot::Partita("configs/tests/probe-crash.toml"),
         job: None,
@@ -1204,7 +1218,7 @@ mod tests {
 
     #[test]
     fn every_scenario_config_exists() {
-        for s in &SCENARIOS {
+        for s in SCENARIOS {
             if let Boot::Partita(config) | Boot::Typed(config, _) = s.boot {
                 assert!(
                     crate::paths::root().join(config).is_file(),

@@ -387,6 +387,7 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
             let options = linux::NativeOptions {
                 clock: scenario.clock(),
                 no_reboot: false,
+                cpus: 1,
             };
             Ok(linux::native_command(&guest, &bootargs, &options))
         }

@@ -63,11 +63,18 @@ pub enum Counter {
     UartWriteMin,
     UartWriteMean,
     UartWriteMax,
+    /// Cross-CPU injection, the receiving end: an exit for the kick SGI by which another
+    /// vCPU of the VM, on another physical CPU, gave this (loaded) vCPU an interrupt, to
+    /// the vCPU's next entry.
+    KickCount,
+    KickMin,
+    KickMean,
+    KickMax,
 }
 
 impl Counter {
     /// Every counter, in id order.
-    pub const ALL: [Counter; 34] = [
+    pub const ALL: [Counter; 38] = [
         Counter::TrapsHvc,
         Counter::TrapsSmc,
         Counter::TrapsDataAbort,
@@ -102,6 +109,10 @@ impl Counter {
         Counter::UartWriteMin,
         Counter::UartWriteMean,
         Counter::UartWriteMax,
+        Counter::KickCount,
+        Counter::KickMin,
+        Counter::KickMean,
+        Counter::KickMax,
     ];
 
     /// The counter a guest names with `id`, if any.
@@ -150,6 +161,10 @@ impl Counter {
             Counter::UartWriteMin => "uart-write-min",
             Counter::UartWriteMean => "uart-write-mean",
             Counter::UartWriteMax => "uart-write-max",
+            Counter::KickCount => "kick-count",
+            Counter::KickMin => "kick-min",
+            Counter::KickMean => "kick-mean",
+            Counter::KickMax => "kick-max",
         }
     }
 
@@ -178,7 +193,10 @@ impl Counter {
             | Counter::DeviceMax
             | Counter::UartWriteMin
             | Counter::UartWriteMean
-            | Counter::UartWriteMax => "ns",
+            | Counter::UartWriteMax
+            | Counter::KickMin
+            | Counter::KickMean
+            | Counter::KickMax => "ns",
             _ => "count",
         }
     }
@@ -189,6 +207,7 @@ const _: () = assert!(
     Counter::ElapsedNs as u64 == 25
         && Counter::DeviceMax as u64 == 29
         && Counter::UartWriteMax as u64 == 33
+        && Counter::KickMax as u64 == 37
 );
 
 /// Statistics of one hot path: every sample's length folded in.
@@ -268,7 +287,8 @@ mod tests {
         assert_eq!(Counter::from_id(25), Some(Counter::ElapsedNs));
         assert_eq!(Counter::from_id(29), Some(Counter::DeviceMax));
         assert_eq!(Counter::from_id(33), Some(Counter::UartWriteMax));
-        assert_eq!(Counter::from_id(34), None);
+        assert_eq!(Counter::from_id(37), Some(Counter::KickMax));
+        assert_eq!(Counter::from_id(38), None);
         assert_eq!(Counter::from_id(u64::MAX), None);
         assert_eq!(Counter::from_name("elapsed"), Some(Counter::ElapsedNs));
         assert_eq!(Counter::HypercallMax.unit(), "ns");

@@ -40,6 +40,8 @@ pub enum ExitKind {
     Other,
     /// A data abort a device model answered (`device_access`).
     Device,
+    /// A kick SGI that brought the loaded vCPU an interrupt from another CPU (`kicked`).
+    Kick,
 }
 
 /// The exit causes counted (`Counter::Traps*`).
@@ -102,7 +104,8 @@ struct CpuWords {
 const BOOT: u64 = u64::MAX;
 /// Owner after idle: the wake-up is charged to the VM that enters next.
 const WOKE: u64 = u64::MAX - 1;
-const NO_PATH: u64 = 4;
+/// No `ExitKind`: the next entry ends no measured path.
+const NO_PATH: u64 = u64::MAX;
 
 static CPUS: [CpuWords; MAX_CPUS] = [const {
     CpuWords {
@@ -210,6 +213,8 @@ pub fn entering(vm: usize) {
             Some(Counter::InjectionCount)
         } else if kind == ExitKind::Device as u64 && !woke {
             Some(Counter::DeviceCount)
+        } else if kind == ExitKind::Kick as u64 && injected {
+            Some(Counter::KickCount)
         } else {
             None
         };
@@ -357,6 +362,17 @@ pub fn injected(vm: usize) {
     }
 }
 
+/// A kick SGI brought VM `vm`'s loaded vCPU an interrupt another vCPU of it made pending
+/// on another CPU: the exit to its next entry is a cross-CPU injection.
+pub fn kicked(vm: usize) {
+    let cpu = cpu();
+    let owner = cpu.owner.load(Ordering::Relaxed);
+    if owner == vm as u64 || owner == WOKE {
+        cpu.kind.store(ExitKind::Kick as u64, Ordering::Relaxed);
+        cpu.injected.store(vm as u64 + 1, Ordering::Relaxed);
+    }
+}
+
 /// VM `vm`'s vCPU was put on this CPU.
 pub fn switched_in(vm: usize) {
     add(vm, Counter::Switches, 1);
@@ -389,12 +405,13 @@ pub fn read(vm: usize, counter: Counter) -> Option<u64> {
         return None;
     }
     // A path's four words: count, min, sum (read as the mean), max.
-    const PATHS: [Counter; 5] = [
+    const PATHS: [Counter; 6] = [
         Counter::HypercallCount,
         Counter::InjectionCount,
         Counter::SwitchCount,
         Counter::DeviceCount,
         Counter::UartWriteCount,
+        Counter::KickCount,
     ];
     let at = counter as usize;
     if let Some(&first) = PATHS

@@ -17,7 +17,8 @@
 //! - `spin`: loop forever with interrupts masked, never trapping;
 //! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever;
 //! - `spi` (with `spi=<n>`): receive a physical SPI of the VM's destination table, and not
-//!   one it does not own (`spi.rs`).
+//!   one it does not own (`spi.rs`);
+//! - `smp`: as a VM with two vCPUs, PSCI and SGIs reach its own vCPUs only (`smp.rs`).
 #![no_std]
 #![no_main]
 
@@ -29,6 +30,7 @@ mod hostile;
 mod mmio;
 mod platform;
 mod smccc_calls;
+mod smp;
 mod spi;
 
 use core::panic::PanicInfo;
@@ -54,6 +56,7 @@ enum Mode {
     Spin,
     ResetLoop,
     Spi,
+    Smp,
 }
 
 impl Mode {
@@ -65,6 +68,7 @@ impl Mode {
                 "crash" => Some(Mode::Crash),
                 "reset" => Some(Mode::Reset),
                 "spi" => Some(Mode::Spi),
+                "smp" => Some(Mode::Smp),
                 "checks" => Some(Mode::Checks),
                 "hostile" => Some(Mode::Hostile),
                 "wreck" => Some(Mode::Wreck),
@@ -98,6 +102,12 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::Spin => hostile::lifecycle::spin(),
         Mode::ResetLoop => hostile::lifecycle::reset_loop(&platform),
         Mode::Spi => spi::run(&platform),
+        Mode::Smp => {
+            if smp::run(&platform) {
+                power_off()
+            }
+            crash()
+        }
     }
 }
 

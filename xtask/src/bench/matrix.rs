@@ -49,10 +49,15 @@ impl Guest {
 pub enum Boot {
     /// Debian's kernel and the initramfs directly on QEMU.
     NativeLinux,
+    /// The same on this many emulated CPUs (the native counterpart of an SMP VM).
+    NativeLinuxSmp(u8),
     /// The FreeRTOS image directly on QEMU (it drops from EL2 to EL1 itself).
     NativeFreeRtos,
     /// Partita with this configuration file (relative to the workspace root).
     Partita(&'static str),
+    /// The same for a configuration whose Linux VM has several vCPUs: it runs the
+    /// `SMP_EXPERIMENTS`.
+    PartitaSmp(&'static str),
     /// Partita with one FreeRTOS VM alone on CPU 0 (`FREERTOS_SOLO`).
     PartitaFreeRtos,
     /// Xen 4.17 with the Linux guest as dom0.
@@ -65,13 +70,17 @@ pub enum Boot {
     /// (`beside_bootargs`) and its Linux VM running `load` for the whole measurement.
     Beside { config: &'static str, load: Load },
     /// Partita with this configuration file as it is: its FreeRTOS VM runs the demo (its
-    /// greetings and `rt:` line on the console every second) while its Linux VM runs the
-    /// `DEMO_EXPERIMENTS` (issue 16: what a chatty RTOS costs Linux).
-    BesideDemo(&'static str),
+    /// greetings and `rt:` line on the console every second) while its Linux VM runs these
+    /// experiments (issue 16: what a chatty RTOS costs Linux, `DEMO_EXPERIMENTS`; issue
+    /// 12: Linux's throughput in the SPUMONE topology, `SMP_EXPERIMENTS`).
+    BesideDemo(&'static str, &'static [&'static str]),
 }
 
-/// The Linux experiments of a `BesideDemo` row.
+/// The Linux experiments of the `shared-demo` row.
 pub const DEMO_EXPERIMENTS: [&str; 1] = ["cyclictest-hackbench"];
+/// The Linux experiments of the SMP rows (SPUMONE's figures 12 and 13: hackbench and
+/// sysbench threads, on every vCPU).
+pub const SMP_EXPERIMENTS: [&str; 2] = ["sysbench-threads-4", "hackbench"];
 
 /// What Linux runs beside the FreeRTOS latency measurement (BENCHMARKS.md's loads, and
 /// issue 6's interrupt storm).
@@ -87,6 +96,10 @@ pub enum Load {
     /// The hackbench loop while FreeRTOS's IVC task streams a sample every 10 ms to a
     /// `partita-ivc recv` in Linux (issue 11: the IVC demo beside a loaded Linux).
     IvcHackbench,
+    /// Loads for a Linux with two vCPUs (the mixed rows): hackbench, whose tasks run on
+    /// both, and two stress-ng CPU workers.
+    SmpHackbench,
+    SmpStress,
 }
 
 impl Load {
@@ -97,6 +110,8 @@ impl Load {
             Load::Stress => "stress-ng",
             Load::IrqStorm => "irq-storm",
             Load::IvcHackbench => "ivc-hackbench",
+            Load::SmpHackbench => "smp-hackbench",
+            Load::SmpStress => "smp-stress",
         }
     }
 
@@ -117,6 +132,8 @@ impl Load {
             Load::Stress => "stress-ng --cpu 1 --vm 1 -t 3600 >/dev/null 2>&1",
             Load::IrqStorm => "stress-ng --timer 1 --timer-freq 100000 -t 3600 >/dev/null 2>&1",
             Load::IvcHackbench => "hackbench -g 4 -l 100000 -P >/dev/null",
+            Load::SmpHackbench => "hackbench -g 8 -l 100000 -P >/dev/null",
+            Load::SmpStress => "stress-ng --cpu 2 -t 3600 >/dev/null 2>&1",
         };
         let reader = match self {
             Load::IvcHackbench => "partita-ivc recv >/dev/null&",
@@ -189,8 +206,10 @@ pub fn shared_rows() -> Vec<&'static str> {
         .collect()
 }
 const SPLIT: &str = "configs/split.toml";
+const MIXED: &str = "configs/mixed.toml";
+const MIXED_MIGRATE: &str = "configs/tests/mixed-migrate.toml";
 
-pub const ROWS: [Row; 21] = [
+pub const ROWS: [Row; 29] = [
     Row {
         config: "native",
         guest: Guest::Linux,
@@ -209,7 +228,27 @@ pub const ROWS: [Row; 21] = [
     Row {
         config: "shared-demo",
         guest: Guest::Linux,
-        boot: Boot::BesideDemo(SHARED),
+        boot: Boot::BesideDemo(SHARED, &DEMO_EXPERIMENTS),
+    },
+    Row {
+        config: "native-smp",
+        guest: Guest::Linux,
+        boot: Boot::NativeLinuxSmp(4),
+    },
+    Row {
+        config: "smp",
+        guest: Guest::Linux,
+        boot: Boot::PartitaSmp("configs/linux-smp.toml"),
+    },
+    Row {
+        config: "mixed",
+        guest: Guest::Linux,
+        boot: Boot::BesideDemo(MIXED, &SMP_EXPERIMENTS),
+    },
+    Row {
+        config: "mixed-migrate",
+        guest: Guest::Linux,
+        boot: Boot::BesideDemo(MIXED_MIGRATE, &SMP_EXPERIMENTS),
     },
     Row {
         config: "native",
@@ -234,6 +273,10 @@ pub const ROWS: [Row; 21] = [
     beside("split-idle", SPLIT, Load::Idle),
     beside("split-hackbench", SPLIT, Load::Hackbench),
     beside("split-stress", SPLIT, Load::Stress),
+    beside("mixed-hackbench", MIXED, Load::SmpHackbench),
+    beside("mixed-migrate-hackbench", MIXED_MIGRATE, Load::SmpHackbench),
+    beside("mixed-stress", MIXED, Load::SmpStress),
+    beside("mixed-migrate-stress", MIXED_MIGRATE, Load::SmpStress),
     xen_beside("xen-shared-idle", Load::Idle),
     xen_beside("xen-shared-hackbench", Load::Hackbench),
     xen_beside("xen-shared-stress", Load::Stress),
@@ -273,8 +316,11 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
 /// (configs/default.toml), `xen-shared-<load>` the same under Xen (FreeRTOS a dom0less
 /// domU, Linux dom0); `split-<load>` on two pCPUs (configs/split.toml); `shared-ivc` and
 /// `split-ivc` the same systems exchanging messages over their channel; `xen` Linux as
-/// dom0 alone.
-pub const CONFIGS: [&str; 19] = [
+/// dom0 alone; `native-smp` and `smp` Linux on four CPUs natively and on four vCPUs
+/// (configs/linux-smp.toml); `mixed` and `mixed-migrate` Linux's throughput beside the
+/// FreeRTOS demo in the SPUMONE topology (configs/mixed.toml) without and with vCPU
+/// migration, `mixed-<load>` and `mixed-migrate-<load>` FreeRTOS's latency there.
+pub const CONFIGS: [&str; 27] = [
     "native",
     "solo",
     "xen-solo",
@@ -294,6 +340,14 @@ pub const CONFIGS: [&str; 19] = [
     "shared-ivc",
     "split-ivc",
     "xen",
+    "native-smp",
+    "smp",
+    "mixed",
+    "mixed-migrate",
+    "mixed-hackbench",
+    "mixed-migrate-hackbench",
+    "mixed-stress",
+    "mixed-migrate-stress",
 ];
 
 /// Each Partita FreeRTOS configuration and its Xen counterpart (the same guest alone, or
@@ -326,7 +380,7 @@ impl LinuxExperiment {
 
 /// Experiments 5, 6, 7 and 8 of BENCHMARKS.md, in the order the job runs them (the idle
 /// cyclictest first, on a quiet system).
-pub const LINUX_EXPERIMENTS: [LinuxExperiment; 10] = [
+pub const LINUX_EXPERIMENTS: [LinuxExperiment; 11] = [
     LinuxExperiment {
         name: "cyclictest-idle",
         quick: Some("cyclictest -m -q -p 80 -i 1000 -l 2000 -h 400"),
@@ -349,6 +403,12 @@ pub const LINUX_EXPERIMENTS: [LinuxExperiment; 10] = [
         name: "sysbench-threads",
         quick: Some("sysbench threads --time=0 --events=2000 run"),
         full: "sysbench threads --time=0 --events=2000 run",
+        parser: Parser::Sysbench(SysbenchTest::Threads),
+    },
+    LinuxExperiment {
+        name: "sysbench-threads-4",
+        quick: Some("sysbench threads --threads=4 --time=0 --events=2000 run"),
+        full: "sysbench threads --threads=4 --time=0 --events=20000 run",
         parser: Parser::Sysbench(SysbenchTest::Threads),
     },
     LinuxExperiment {
@@ -470,14 +530,19 @@ pub fn linux_experiments(mode: Mode) -> Vec<(&'static LinuxExperiment, &'static 
 }
 
 /// The Linux experiments a Linux row booting `boot` runs in `mode`: all of them, or a
-/// `BesideDemo` row's `DEMO_EXPERIMENTS`.
+/// `BesideDemo` row's own list, or the SMP rows' `SMP_EXPERIMENTS`.
 pub fn linux_experiments_of(
     boot: Boot,
     mode: Mode,
 ) -> Vec<(&'static LinuxExperiment, &'static str)> {
     let mut experiments = linux_experiments(mode);
-    if matches!(boot, Boot::BesideDemo(_)) {
-        experiments.retain(|(e, _)| DEMO_EXPERIMENTS.contains(&e.name));
+    match boot {
+        Boot::BesideDemo(_, only) => experiments.retain(|(e, _)| only.contains(&e.name)),
+        Boot::NativeLinuxSmp(_) | Boot::PartitaSmp(_) => {
+            experiments.retain(|(e, _)| SMP_EXPERIMENTS.contains(&e.name))
+        }
+        // sysbench threads on four threads needs several CPUs to mean anything.
+        _ => experiments.retain(|(e, _)| e.name != "sysbench-threads-4"),
     }
     experiments
 }
@@ -590,7 +655,7 @@ const fn time(experiment: &'static str, metric: &'static str) -> Headline {
 }
 
 /// The Linux figures of the overhead table (seL4 VMM paper).
-pub const LINUX_HEADLINES: [Headline; 12] = [
+pub const LINUX_HEADLINES: [Headline; 13] = [
     time("cyclictest-idle", "avg"),
     time("cyclictest-idle", "max"),
     time("cyclictest-hackbench", "avg"),
@@ -598,6 +663,7 @@ pub const LINUX_HEADLINES: [Headline; 12] = [
     time("sysbench-cpu", "total_time"),
     time("sysbench-memory", "total_time"),
     time("sysbench-threads", "total_time"),
+    time("sysbench-threads-4", "total_time"),
     time("sysbench-mutex", "total_time"),
     time("hackbench", "time"),
     Headline {
@@ -646,16 +712,25 @@ mod tests {
     fn every_configuration_of_the_matrix_has_its_rows_once() {
         // FreeRTOS only: beside a Linux load, or alone under Xen (`xen` is Linux alone).
         let freertos_only = |config: &str| {
-            ["shared-", "split-", "xen-"]
-                .iter()
-                .any(|p| config.starts_with(p))
+            [
+                "shared-",
+                "split-",
+                "xen-",
+                "mixed-h",
+                "mixed-s",
+                "mixed-migrate-",
+            ]
+            .iter()
+            .any(|p| config.starts_with(p))
         };
         for config in CONFIGS {
             // One guest only: FreeRTOS beside a load or alone under Xen; Linux beside the
             // demo, or alone under Xen (`xen`). IVC rows measure the exchange.
             let ivc = config.ends_with("-ivc");
-            let beside = !ivc && (freertos_only(config) || config == "xen");
-            let measured = if config == "shared-demo" || config == "xen" {
+            // Linux only: the SMP rows have no FreeRTOS counterpart.
+            let linux_only = ["native-smp", "smp", "mixed", "mixed-migrate"].contains(&config);
+            let beside = !ivc && (freertos_only(config) || config == "xen" || linux_only);
+            let measured = if linux_only || config == "shared-demo" || config == "xen" {
                 Guest::Linux
             } else {
                 Guest::FreeRtos
@@ -688,15 +763,25 @@ mod tests {
     #[test]
     fn a_demo_row_runs_only_its_experiments() {
         for mode in [Mode::Quick, Mode::Full] {
-            let names: Vec<&str> = linux_experiments_of(Boot::BesideDemo(SHARED), mode)
+            let names: Vec<&str> =
+                linux_experiments_of(Boot::BesideDemo(SHARED, &DEMO_EXPERIMENTS), mode)
+                    .iter()
+                    .map(|(e, _)| e.name)
+                    .collect();
+            assert_eq!(names, DEMO_EXPERIMENTS);
+            let one_cpu = linux_experiments(mode)
+                .iter()
+                .filter(|(e, _)| e.name != "sysbench-threads-4")
+                .count();
+            assert_eq!(
+                linux_experiments_of(Boot::Partita("configs/linux.toml"), mode).len(),
+                one_cpu
+            );
+            let smp: Vec<&str> = linux_experiments_of(Boot::NativeLinuxSmp(4), mode)
                 .iter()
                 .map(|(e, _)| e.name)
                 .collect();
-            assert_eq!(names, DEMO_EXPERIMENTS);
-            assert_eq!(
-                linux_experiments_of(Boot::Partita("configs/linux.toml"), mode).len(),
-                linux_experiments(mode).len()
-            );
+            assert_eq!(smp, SMP_EXPERIMENTS);
         }
     }
 

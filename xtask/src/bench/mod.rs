@@ -66,9 +66,10 @@ fn deadline(mode: Mode, guest: Guest) -> Duration {
 /// The configuration file a Partita boot uses, if any.
 fn config_file(boot: &Boot) -> Option<&'static str> {
     match boot {
-        Boot::Partita(file) | Boot::Beside { config: file, .. } | Boot::BesideDemo(file) => {
-            Some(file)
-        }
+        Boot::Partita(file)
+        | Boot::PartitaSmp(file)
+        | Boot::Beside { config: file, .. }
+        | Boot::BesideDemo(file, _) => Some(file),
         _ => None,
     }
 }
@@ -78,8 +79,8 @@ fn config_file(boot: &Boot) -> Option<&'static str> {
 fn vm_names(boot: &Boot) -> &'static [&'static str] {
     match boot {
         Boot::PartitaFreeRtos => &["freertos"],
-        Boot::Partita(_) => &["linux"],
-        Boot::Beside { .. } | Boot::BesideDemo(_) => &[runner::BESIDE_RTOS_VM, "linux"],
+        Boot::Partita(_) | Boot::PartitaSmp(_) => &["linux"],
+        Boot::Beside { .. } | Boot::BesideDemo(..) => &[runner::BESIDE_RTOS_VM, "linux"],
         _ => &[],
     }
 }
@@ -210,11 +211,12 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
         matches!(
             b,
             Boot::Partita(_)
+                | Boot::PartitaSmp(_)
                 | Boot::PartitaFreeRtos
                 | Boot::NativeFreeRtos
                 | Boot::Beside { .. }
                 | Boot::XenDomU(_)
-                | Boot::BesideDemo(_)
+                | Boot::BesideDemo(..)
         )
     }) {
         build::binaries()?;
@@ -222,7 +224,7 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
     let beside = boots.iter().any(|b| {
         matches!(
             b,
-            Boot::Beside { .. } | Boot::BesideDemo(_) | Boot::XenDomU(Some(_))
+            Boot::Beside { .. } | Boot::BesideDemo(..) | Boot::XenDomU(Some(_))
         )
     });
     let linux = measured
@@ -666,7 +668,10 @@ mod tests {
             Some("QEMU was killed at the run's deadline"),
         );
         assert!(records.is_empty());
-        assert_eq!(lost.len(), matrix::linux_experiments(Mode::Quick).len());
+        assert_eq!(
+            lost.len(),
+            matrix::linux_experiments_of(Boot::NativeLinux, Mode::Quick).len()
+        );
         assert_eq!(lost[0].reason, "the command exited with status 1");
         assert_eq!(lost[1].reason, "QEMU was killed at the run's deadline");
     }

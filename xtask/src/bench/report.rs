@@ -295,12 +295,13 @@ const EXIT_COLUMNS: [(&str, &str); 13] = [
     ("el2-share", "EL2 %"),
 ];
 
-const PATHS: [(&str, &str); 5] = [
+const PATHS: [(&str, &str); 6] = [
     ("hypercall", "hypercall round trip"),
     ("injection", "interrupt injection"),
     ("switch", "vCPU switch"),
     ("device", "emulated device access"),
     ("uart-write", "one UART character (data-register write)"),
+    ("kick", "cross-CPU injection (receiving end)"),
 ];
 
 /// Partita's counters per configuration and VM (experiments `partita/<vm>`).

@@ -65,12 +65,17 @@ pub fn minutes_seconds(elapsed: Duration) -> String {
 /// qemu-virt.
 pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Result<Command> {
     match boot {
-        Boot::NativeLinux => {
+        Boot::NativeLinux | Boot::NativeLinuxSmp(_) => {
             let guest = linux::prepare(cache)?;
             let bootargs = linux::bootargs(Some(job), &[])?;
+            let cpus = match boot {
+                Boot::NativeLinuxSmp(cpus) => cpus,
+                _ => 1,
+            };
             let options = linux::NativeOptions {
                 clock: Clock::Counted,
                 no_reboot: true,
+                cpus,
             };
             Ok(linux::native_command(&guest, &bootargs, &options))
         }
@@ -97,7 +102,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 cpu,
             ))
         }
-        Boot::Partita(config) | Boot::BesideDemo(config) => {
+        Boot::Partita(config) | Boot::PartitaSmp(config) | Boot::BesideDemo(config, _) => {
             let image = paths::build_dir().join("bench").join("partita.img");
             let system = build::boot_image(
                 &paths::root().join(config),
@@ -165,7 +170,7 @@ pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
 pub fn stop_line(boot: Boot) -> Option<fn(&str) -> bool> {
     match boot {
         Boot::Beside { .. } => Some(|line| line.starts_with(BESIDE_END)),
-        Boot::BesideDemo(_) => Some(|line| line.starts_with(DEMO_END)),
+        Boot::BesideDemo(..) => Some(|line| line.starts_with(DEMO_END)),
         Boot::XenDomU(_) => Some(|line| {
             xen::domu_text(line.trim_end()).is_some_and(|(_, text)| text == "bench: done")
         }),

@@ -24,6 +24,8 @@ pub struct NativeOptions {
     /// Exit QEMU instead of resetting the machine when the guest reboots
     /// (with `panic=-1` in the bootargs, a kernel panic ends QEMU too).
     pub no_reboot: bool,
+    /// Emulated CPUs (the native counterpart of an SMP VM has as many as it has vCPUs).
+    pub cpus: u8,
 }
 
 /// `partita.job=<hex>` for `job` (a shell command run by /init with `sh -c`).
@@ -57,7 +59,11 @@ pub fn bootargs_on(console: &str, job: Option<&str>, extra: &[&str]) -> Result<S
 /// The qemu-system-aarch64 command booting `guest` directly with `bootargs` on the one
 /// emulated machine (one CPU).
 pub fn native_command(guest: &LinuxGuest, bootargs: &str, options: &NativeOptions) -> Command {
-    let mut command = Machine::single(options.clock).command(&guest.kernel);
+    let machine = Machine {
+        cpus: options.cpus,
+        ..Machine::single(options.clock)
+    };
+    let mut command = machine.command(&guest.kernel);
     command
         .arg("-initrd")
         .arg(&guest.initramfs)

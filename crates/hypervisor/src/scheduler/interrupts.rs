@@ -144,7 +144,13 @@ impl CpuScheduler {
             // VM's lock, which a higher-priority VM's path here must never wait for): if it
             // has none to take, it blocks again when it runs.
             let loaded = self.loaded == Some(super::vcpu_of(vm));
-            if vm.start_if_pending() || (vm.is_on() && (!loaded || vm.refresh_interrupts())) {
+            if vm.start_if_pending() {
+                self.wake(at);
+                woke = true;
+            } else if vm.is_on() && (!loaded || vm.refresh_interrupts()) {
+                if loaded {
+                    crate::counters::kicked(vm.index());
+                }
                 self.wake(at);
                 woke = true;
             }

@@ -113,3 +113,46 @@ fn affinity_layout() {
     assert_eq!(Affinity::of_vcpu(35).vcpu_index(36), Some(35));
     assert_eq!(Affinity::of_vcpu(35).vcpu_index(35), None);
 }
+
+/// Two vCPUs with Group 1 on and SGI 3 enabled on vCPU 1.
+fn two_vcpus_sgi3_enabled() -> Vgic {
+    use crate::devices::{AccessSize, MmioDevice};
+    let mut v = Vgic::new(2, 32).unwrap();
+    v.distributor().write(0, AccessSize::Word, 0x2).unwrap();
+    let frame = crate::vgic::REDISTRIBUTOR_STRIDE + super::SGI_BASE;
+    let mut r = v.redistributors();
+    r.write(frame + 0x80, AccessSize::Word, 0xffff_ffff)
+        .unwrap();
+    r.write(frame + 0x100, AccessSize::Word, 1 << 3).unwrap();
+    v
+}
+
+#[test]
+fn an_sgi_from_another_vcpu_while_the_first_is_live_is_not_lost() {
+    use crate::vgic::{ListRegister, LrState};
+    let mut v = two_vcpus_sgi3_enabled();
+    v.take_touched();
+    v.send_sgi(0, SgiRequest::decode(sgi1r(3, 0, 0, 0b10)))
+        .unwrap();
+    assert_eq!(v.take_touched(), 0b10, "vCPU 1 is to be kicked");
+    let mut lrs = [0u64; 4];
+    v.flush_in_place(1, &mut lrs).unwrap();
+    assert_eq!(ListRegister::decode(lrs[0]).state, LrState::Pending);
+    // vCPU 1 runs on its CPU and takes SGI 3; meanwhile vCPU 0 sends it again.
+    v.send_sgi(0, SgiRequest::decode(sgi1r(3, 0, 0, 0b10)))
+        .unwrap();
+    assert_eq!(v.take_touched(), 0b10);
+    let mut acked = ListRegister::decode(lrs[0]);
+    acked.state = LrState::Active;
+    lrs[0] = acked.encode();
+    v.sync(1, &lrs).unwrap();
+    let sgi = v.irq(1, 3).unwrap();
+    assert!(
+        sgi.active && sgi.pending(),
+        "the second SGI waits behind the first"
+    );
+    // Its own changes touch only itself.
+    v.inject(1, 3).unwrap();
+    assert_eq!(v.take_touched(), 0b10);
+    assert_eq!(v.take_touched(), 0);
+}
