@@ -300,6 +300,72 @@ fn affinity_info(vcpus: &Powers, target: u64, level: u64) -> u64 {
     }
 }
 
+/// The call in the guest's x0..x7 made with HVC/SMC `#imm`: SMCCC calls use immediate 0,
+/// any other is unsupported.
+fn decode_call(x: &[u64], imm: u16) -> Hypercall {
+    if imm == 0 {
+        decode(x)
+    } else {
+        Hypercall::Unsupported {
+            function: x.first().copied().unwrap_or(0) as u32,
+        }
+    }
+}
+
+/// Whether a call reads or changes the power states of the VM's vCPUs, its boot, or its
+/// channels: only `respond`, given those, answers it.
+fn acts_on_vm(call: &Hypercall) -> bool {
+    matches!(
+        call,
+        Hypercall::CpuOn { .. }
+            | Hypercall::AffinityInfo { .. }
+            | Hypercall::CpuOff
+            | Hypercall::SystemOff
+            | Hypercall::SystemReset
+            | Hypercall::IvcRing { .. }
+    )
+}
+
+/// The response to HVC/SMC `#imm` with the guest's x0..x7 when it depends on those
+/// registers and the counters alone (versions, features, PARTITA_COUNTER, console writes,
+/// unsupported calls): the hypervisor's short exit answers these without looking at the
+/// VM. `None` for a call that acts on the VM (`respond` answers it).
+pub fn respond_local(
+    x: &[u64],
+    imm: u16,
+    read_counter: impl FnOnce(u64, u64) -> Option<u64>,
+) -> Option<Response> {
+    let call = decode_call(x, imm);
+    (!acts_on_vm(&call)).then(|| answer_local(call, read_counter))
+}
+
+/// The answer to a call that does not act on the VM (`acts_on_vm` is false).
+fn answer_local(call: Hypercall, read_counter: impl FnOnce(u64, u64) -> Option<u64>) -> Response {
+    match call {
+        Hypercall::PsciVersion => Response::value(PSCI_VERSION_1_1),
+        Hypercall::PsciFeatures { function } if is_implemented(function) => {
+            Response::value(ret::SUCCESS)
+        }
+        Hypercall::SmcccVersion => Response::value(SMCCC_VERSION_1_1),
+        Hypercall::PartitaVersion => Response::Return {
+            x0: ret::SUCCESS,
+            x1: Some(partita_version()),
+        },
+        Hypercall::PartitaCounter { vm, counter } => match read_counter(vm, counter) {
+            Some(value) => Response::Return {
+                x0: ret::SUCCESS,
+                x1: Some(value),
+            },
+            None => Response::value(ret::INVALID_PARAMETERS),
+        },
+        Hypercall::PartitaConsoleWrite(Some(bytes)) => Response::Print(bytes),
+        Hypercall::PartitaConsoleWrite(None) => Response::value(ret::INVALID_PARAMETERS),
+        // Unsupported and unimplemented features; the calls that act on the VM never come
+        // here (`respond` answers them first).
+        _ => Response::value(ret::NOT_SUPPORTED),
+    }
+}
+
 /// The response to HVC/SMC `#imm` with the guest's x0..x7 from a vCPU of a VM with the
 /// vCPUs `vcpus`. SMCCC calls use immediate 0: any other is NOT_SUPPORTED. PSCI acts on the
 /// VM's own vCPUs only: another VM's MPIDR is as unknown as a nonexistent one.
@@ -312,18 +378,7 @@ pub fn respond(
     read_counter: impl FnOnce(u64, u64) -> Option<u64>,
     ring: impl FnOnce(u64) -> Ring,
 ) -> Response {
-    let call = if imm == 0 {
-        decode(x)
-    } else {
-        Hypercall::Unsupported {
-            function: x.first().copied().unwrap_or(0) as u32,
-        }
-    };
-    match call {
-        Hypercall::PsciVersion => Response::value(PSCI_VERSION_1_1),
-        Hypercall::PsciFeatures { function } if is_implemented(function) => {
-            Response::value(ret::SUCCESS)
-        }
+    match decode_call(x, imm) {
         Hypercall::CpuOn {
             target,
             entry,
@@ -353,20 +408,6 @@ pub fn respond(
         }
         Hypercall::SystemOff => Response::PowerOff,
         Hypercall::SystemReset => Response::Reset,
-        Hypercall::SmcccVersion => Response::value(SMCCC_VERSION_1_1),
-        Hypercall::PartitaVersion => Response::Return {
-            x0: ret::SUCCESS,
-            x1: Some(partita_version()),
-        },
-        Hypercall::PartitaCounter { vm, counter } => match read_counter(vm, counter) {
-            Some(value) => Response::Return {
-                x0: ret::SUCCESS,
-                x1: Some(value),
-            },
-            None => Response::value(ret::INVALID_PARAMETERS),
-        },
-        Hypercall::PartitaConsoleWrite(Some(bytes)) => Response::Print(bytes),
-        Hypercall::PartitaConsoleWrite(None) => Response::value(ret::INVALID_PARAMETERS),
         Hypercall::IvcRing { channel } => match ring(channel) {
             Ring::Rung => Response::value(ret::SUCCESS),
             Ring::NotMember => Response::value(ret::INVALID_PARAMETERS),
@@ -375,9 +416,7 @@ pub fn respond(
                 x1: Some(wait_ns),
             },
         },
-        Hypercall::PsciFeatures { .. } | Hypercall::Unsupported { .. } => {
-            Response::value(ret::NOT_SUPPORTED)
-        }
+        call => answer_local(call, read_counter),
     }
 }
 
@@ -685,5 +724,39 @@ mod tests {
         assert_eq!(ret::ALREADY_ON, 0xffff_ffff_ffff_fffc);
         assert_eq!(partita_version(), 1);
         assert_eq!(affinity(0x8000_0001), 1);
+    }
+
+    #[test]
+    fn the_short_exit_answers_exactly_the_calls_that_do_not_act_on_the_vm() {
+        let counter = |vm, id| (vm == 1 && id == 2).then_some(42);
+        let cases: [([u64; 4], u16); 12] = [
+            ([0x8400_0000, 0, 0, 0], 0),
+            ([0x8400_000a, 0xc400_0003, 0, 0], 0),
+            ([0x8400_000a, 0x1234, 0, 0], 0),
+            ([0x8000_0000, 0, 0, 0], 0),
+            ([0xc600_0001, 1, 2, 0], 0),
+            ([0xc600_0001, 9, 2, 0], 0),
+            ([0x8400_0000, 0, 0, 0], 7),
+            ([0xdead_beef, 0, 0, 0], 0),
+            ([0xc400_0003, 0, 0, 0], 0),
+            ([0x8400_0002, 0, 0, 0], 0),
+            ([0x8400_0008, 0, 0, 0], 0),
+            ([0x8400_0009, 0, 0, 0], 0),
+        ];
+        for (x, imm) in cases {
+            let full = respond(&x, imm, UP, counter, |_| Ring::NotMember);
+            match respond_local(&x, imm, counter) {
+                Some(local) => assert_eq!(local, full, "{x:x?} #{imm}"),
+                None => assert!(acts_on_vm(&decode(&x)), "{x:x?} must be answered locally"),
+            }
+        }
+        for x in [
+            [0xc400_0003, 0, 0, 0],
+            [0x8400_0002, 0, 0, 0],
+            [0x8400_0008, 0, 0, 0],
+            [0x8400_0009, 0, 0, 0],
+        ] {
+            assert_eq!(respond_local(&x, 0, counter), None, "{x:x?} acts on the VM");
+        }
     }
 }

@@ -293,60 +293,74 @@ pub fn device_access() {
     cpu().kind.store(ExitKind::Device as u64, Ordering::Relaxed);
 }
 
-/// The counting of one VM's short exits while its vCPU is entered (`Vm::enter`): each
-/// access folds only its path samples; the traps and the EL2 time they add up to are
-/// counted once, by `finish`, when the vCPU's exit leaves the short path.
+/// An exit the world switch's short exit finished (`short_exit`).
+#[derive(Clone, Copy)]
+pub enum ShortPath {
+    /// A device access (`uart_write`: a character written to a UART's data register).
+    Device { uart_write: bool },
+    /// A hypercall (HVC, or SMC when `smc`).
+    Hypercall { smc: bool },
+    /// A physical interrupt injected into the loaded vCPU.
+    Injection,
+    /// A trapped ICC_SGI1R_EL1 write (an SGI injected).
+    Sgi,
+}
+
+/// The counting of one VM's short exits while its vCPU is entered (`Vm::enter`): each folds
+/// its trap, injection and path sample at once (relaxed loads and stores into this CPU's
+/// words); their EL2 time is taken off the guest's when the vCPU's exit leaves the short
+/// path (`finish`).
 pub struct ShortExits {
     words: Option<&'static [AtomicU64; WORDS]>,
-    /// The device path's count and sum when the vCPU was entered.
-    count: u64,
-    sum: u64,
+    /// EL2 time of the short exits so far.
+    el2: u64,
 }
 
 impl ShortExits {
     /// For VM `vm`'s vCPU, about to be entered on this CPU.
     pub fn new(vm: usize) -> Self {
-        let words = words(vm);
-        let device = words.map(|w| path(w, Counter::DeviceCount));
         ShortExits {
-            words,
-            count: device.map_or(0, |d| d.count),
-            sum: device.map_or(0, |d| d.sum),
+            words: words(vm),
+            el2: 0,
         }
     }
 
-    /// A device access the short exit finished (`write`: a character written to a UART's
-    /// data register), which began with the exception at `start`.
+    /// The short exit finished `path`, which began with the exception at `start`: the
+    /// sample runs from the vector's clock read to now.
     #[inline]
-    pub fn device(&self, start: u64, write: bool) {
-        let now = clock();
-        if let Some(w) = self.words {
-            let first = if write {
-                Counter::UartWriteCount
-            } else {
-                Counter::DeviceCount
-            };
-            fold(w, first, now.wrapping_sub(start));
-        }
-    }
-
-    /// The vCPU's exit leaves the short path (before `exited`): its short exits are counted
-    /// as data-abort traps, and their time as EL2's, not the guest's.
-    pub fn finish(self) {
+    pub fn done(&mut self, start: u64, path: ShortPath) {
+        let ns = clock().wrapping_sub(start);
+        self.el2 = self.el2.wrapping_add(ns);
         let Some(w) = self.words else {
             return;
         };
-        let device = path(w, Counter::DeviceCount);
-        let el2 = device.sum.wrapping_sub(self.sum);
-        add_words(
-            w,
-            Counter::TrapsDataAbort,
-            device.count.wrapping_sub(self.count),
-        );
-        add_words(w, Counter::El2Ns, el2);
+        let (trap, first) = match path {
+            ShortPath::Device { uart_write: true } => (Trap::DataAbort, Counter::UartWriteCount),
+            ShortPath::Device { uart_write: false } => (Trap::DataAbort, Counter::DeviceCount),
+            ShortPath::Hypercall { smc: false } => (Trap::Hvc, Counter::HypercallCount),
+            ShortPath::Hypercall { smc: true } => (Trap::Smc, Counter::HypercallCount),
+            ShortPath::Injection => (Trap::Irq, Counter::InjectionCount),
+            ShortPath::Sgi => {
+                add_words(w, Counter::TrapsSysreg, 1);
+                add_words(w, Counter::Injected, 1);
+                add_words(w, Counter::El2Ns, ns);
+                return;
+            }
+        };
+        add_words(w, trap.counter(), 1);
+        if matches!(path, ShortPath::Injection) {
+            add_words(w, Counter::Injected, 1);
+        }
+        add_words(w, Counter::El2Ns, ns);
+        fold(w, first, ns);
+    }
+
+    /// The vCPU's exit leaves the short path (before `exited`): the short exits' time is
+    /// EL2's, not the guest's.
+    pub fn finish(self) {
         let mark = &cpu().mark;
         mark.store(
-            mark.load(Ordering::Relaxed).wrapping_add(el2),
+            mark.load(Ordering::Relaxed).wrapping_add(self.el2),
             Ordering::Relaxed,
         );
     }

@@ -70,7 +70,7 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
 }
 
 /// PARTITA_COUNTER: counter `counter` of the configuration's VM `index`, if both exist.
-fn counters_value(index: u64, counter: u64) -> Option<u64> {
+pub fn counters_value(index: u64, counter: u64) -> Option<u64> {
     let vms = crate::system::get().bundle.config.vms.len();
     let index = usize::try_from(index).ok().filter(|&i| i < vms)?;
     counters::read(index, Counter::from_id(counter)?)

@@ -27,6 +27,7 @@ mod migrate;
 mod panic;
 mod scheduler;
 mod seed;
+mod short_exit;
 mod system;
 mod trap;
 mod uart;

@@ -51,8 +51,8 @@ fn synchronous(vm: &mut Vm) -> Outcome {
     let len = syndrome.instruction_len;
     counters::trap(vm.index(), counted(&syndrome.cause));
     match syndrome.cause {
-        // WFE waits for an event another vCPU may send with SEV, which does not trap:
-        // returning at once is a spurious wake-up, which WFE allows.
+        // Only a one-vCPU VM traps WFE (`Vcpu::new`): no other vCPU could send it an
+        // event, so returning at once (a spurious wake-up, which WFE allows) loses nothing.
         TrapCause::WaitForInterrupt { wfe: true } => skip(vm, len),
         TrapCause::WaitForInterrupt { wfe: false } => {
             skip(vm, len);

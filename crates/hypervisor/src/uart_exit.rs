@@ -1,9 +1,9 @@
 //! The short exit for the commonest device access: a load or store the syndrome describes, to
 //! the VM's console UART (its first PL011), that the model accepts (a character written, a
-//! flag register polled). The world switch calls it from its data-abort vector with the
-//! guest's registers saved (`enter_guest`); when it finishes the access the guest is loaded
-//! straight back, without restoring the host's registers, returning to the scheduler's loop
-//! or entering again.
+//! flag register polled). The world switch's short exit (`short_exit`) calls it for a data
+//! abort with the guest's registers saved (`enter_guest`); when it finishes the access the
+//! guest is loaded straight back, without restoring the host's registers, returning to the
+//! scheduler's loop or entering again.
 //!
 //! It does what the general path (`trap::handle`) would do for such an access and skips what
 //! it can prove unneeded: no other device or the virtual GIC claims a UART's window (the
@@ -18,15 +18,13 @@ use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
 use partita_core::trap::{device_access, fault_ipa};
 
 use crate::arch::aarch64::vectors::GuestRegs;
-use crate::counters::ShortExits;
 use crate::devices::Devices;
 
-/// One VM's short exit while one of its vCPUs is entered (`Vm::enter`).
+/// One VM's short exit for UART accesses while one of its vCPUs is entered (`Vm::enter`).
 pub struct UartExit {
     vm: usize,
     /// Where the VM's console UART is among its devices (`Devices::console_slot`).
     slot: Option<usize>,
-    counters: ShortExits,
 }
 
 /// What the short exit did with a data abort.
@@ -34,28 +32,24 @@ pub struct UartExit {
 pub enum Done {
     /// Nothing: the general path takes it.
     No,
-    /// The access is finished.
-    Yes,
+    /// The access is finished (`data_write`: a character written to the data register).
+    Yes { data_write: bool },
     /// The access is finished and the UART's interrupt line changed: the virtual GIC must
     /// hear of it before the guest runs.
-    LineChanged,
+    LineChanged { data_write: bool },
 }
 
 impl UartExit {
     /// For VM `vm`, whose console UART is at `slot` among its devices, on this CPU.
     pub fn new(vm: usize, slot: Option<usize>) -> Self {
-        UartExit {
-            vm,
-            slot,
-            counters: ShortExits::new(vm),
-        }
+        UartExit { vm, slot }
     }
 
-    /// A data abort taken at `start` (the EL2 clock) with the guest's registers `regs`, the
-    /// VM's devices locked by the caller: a console-UART access is done (the load's
-    /// register written, ELR past the instruction); any other changes nothing.
+    /// A data abort with the guest's registers `regs`, the VM's devices locked by the
+    /// caller: a console-UART access is done (the load's register written, ELR past the
+    /// instruction); any other changes nothing.
     #[inline]
-    pub fn handle(&mut self, regs: &mut GuestRegs, start: u64, devices: &mut Devices) -> Done {
+    pub fn handle(&self, regs: &mut GuestRegs, devices: &mut Devices) -> Done {
         let Some(slot) = self.slot else {
             return Done::No;
         };
@@ -74,16 +68,11 @@ impl UartExit {
             regs.set(mmio.register, mmio.load_value(done.value));
         }
         regs.elr = regs.elr.wrapping_add(access.instruction_len);
-        self.counters.device(start, access.write && done.data);
+        let data_write = access.write && done.data;
         if done.irq_changed {
-            Done::LineChanged
+            Done::LineChanged { data_write }
         } else {
-            Done::Yes
+            Done::Yes { data_write }
         }
-    }
-
-    /// The vCPU's exit leaves the short path: its short exits are counted.
-    pub fn finish(self) {
-        self.counters.finish();
     }
 }

@@ -19,6 +19,8 @@ const SPSR_EL1H_MASKED: u64 = 0x3c5;
 /// EL2), TWI/TWE (trap WFI/WFE), TSC (trap SMC), RW (EL1 is AArch64).
 const HCR_GUEST: u64 =
     1 | (1 << 1) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 13) | (1 << 14) | (1 << 19) | (1 << 31);
+/// HCR_EL2.TWE: WFE traps.
+const HCR_TWE: u64 = 1 << 14;
 /// HCR_EL2 while no vCPU is loaded: stage 2 off, EL1 AArch64.
 const HCR_NO_GUEST: u64 = 1 << 31;
 /// HCR_EL2.APK and API: the guest's pointer-authentication keys and instructions do not trap.
@@ -63,6 +65,8 @@ const MPIDR_RES1: u64 = 1 << 31;
 pub struct Vcpu {
     /// The MPIDR the guest reads: bit 31 and the affinity its VM gives it.
     mpidr: u64,
+    /// HCR_EL2 while it runs.
+    hcr: u64,
     pub regs: GuestRegs,
     pub el1: El1Context,
     fp: FpState,
@@ -74,9 +78,17 @@ pub struct Vcpu {
 }
 
 impl Vcpu {
-    /// vCPU `index` of its VM, about to run from `entry` at EL1h, MMU off, with `x0` (the
-    /// device tree, or CPU_ON's context id) and x1..x30 = 0.
-    pub fn new(index: usize, entry: u64, x0: u64, physical_timer: PhysicalTimer) -> Self {
+    /// vCPU `index` of a VM with `vcpus` vCPUs, about to run from `entry` at EL1h, MMU off,
+    /// with `x0` (the device tree, or CPU_ON's context id) and x1..x30 = 0. A VM with
+    /// several vCPUs keeps WFE untrapped: its vCPUs wait there for each other's SEV (a
+    /// spinning lock), and any physical interrupt still ends the wait and reaches EL2.
+    pub fn new(
+        index: usize,
+        vcpus: usize,
+        entry: u64,
+        x0: u64,
+        physical_timer: PhysicalTimer,
+    ) -> Self {
         let mut regs = GuestRegs {
             elr: entry,
             spsr: SPSR_EL1H_MASKED,
@@ -85,6 +97,7 @@ impl Vcpu {
         regs.x[0] = x0;
         Vcpu {
             mpidr: MPIDR_RES1 | Affinity::of_vcpu(index).mpidr(),
+            hcr: if vcpus > 1 { hcr() & !HCR_TWE } else { hcr() },
             regs,
             el1: El1Context::reset(),
             fp: FpState::default(),
@@ -97,7 +110,7 @@ impl Vcpu {
     /// Loads this vCPU's EL1 state, virtual CPU interface and EL2 controls onto the current
     /// CPU; the VM's virtual counter is the physical one minus `counter_offset`.
     pub fn load(&self, counter_offset: u64) {
-        write_sysreg!("hcr_el2", hcr());
+        write_sysreg!("hcr_el2", self.hcr);
         write_sysreg!(
             "mdcr_el2",
             (read_sysreg!("mdcr_el2") & MDCR_HPMN) | MDCR_TRAP_DEBUG_PMU
@@ -136,7 +149,7 @@ impl Vcpu {
     }
 
     /// Runs the guest until its next exit that `short` does not finish (`enter_guest`).
-    pub fn run(&mut self, short: &mut impl FnMut(&mut GuestRegs, u64) -> bool) -> Exit {
+    pub fn run(&mut self, short: &mut impl FnMut(&mut GuestRegs, u64, Exit) -> bool) -> Exit {
         enter_guest(&mut self.regs, short)
     }
 }

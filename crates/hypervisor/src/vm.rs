@@ -30,7 +30,7 @@ use partita_core::config::{Access, EndAction, ResetAction, TimerMode, VmConfig};
 use partita_core::fdt::GuestFdt;
 use partita_core::hypercall::{ret, PowerState};
 use partita_core::trap::MmioAccess;
-use partita_core::vgic::Vgic;
+use partita_core::vgic::{IntidSet, Vgic};
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::gic;
@@ -47,9 +47,9 @@ use crate::ivc;
 use crate::memory::{self, GuestMemory};
 use crate::println;
 use crate::seed;
+use crate::short_exit::ShortExit;
 use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
-use crate::uart_exit::{Done, UartExit};
 use crate::vcpu::{PhysicalTimer, Vcpu};
 use crate::vgic::{self, VirtualGic};
 
@@ -145,6 +145,8 @@ pub struct Shared {
     /// Physical interrupts the VM owns besides its virtual timer (a passed-through timer's
     /// PPI, its destination-table SPIs), forwarded with the list register's HW bit.
     forwarded: Vec<u32>,
+    /// The same as a set, for the short exit's one-lookup test (`owns`).
+    owned: IntidSet,
     /// Per channel it is a member of: the channel id and the doorbell INTID it receives.
     doorbells: Vec<(usize, u32)>,
     boots: AtomicU64,
@@ -164,6 +166,27 @@ pub struct Shared {
 const NONE_RAN: u8 = u8::MAX;
 
 impl Shared {
+    /// Its index in the configuration.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn board(&self) -> &'static Board {
+        self.board
+    }
+
+    /// Whether physical interrupt `intid` is forwarded to the VM (its virtual timer's PPI
+    /// aside): one bit lookup.
+    #[inline]
+    pub fn owns(&self, intid: u32) -> bool {
+        self.owned.contains(intid)
+    }
+
+    /// Its devices and virtual GIC, locked.
+    pub fn hardware(&self) -> spin::MutexGuard<'_, Hardware> {
+        self.hw.lock()
+    }
+
     /// Tells vCPU `vcpu`'s CPU to look at it.
     fn kick(&self, vcpu: usize) {
         if let Some(v) = self.vcpus.get(vcpu) {
@@ -173,7 +196,7 @@ impl Shared {
     }
 
     /// Kicks the vCPUs other than `me` whose interrupts the model changed.
-    fn kick_touched(&self, model: &mut Vgic, me: usize) {
+    pub fn kick_touched(&self, model: &mut Vgic, me: usize) {
         let touched = model.take_touched() & !(1 << me);
         for vcpu in 0..self.vcpus.len().min(64) {
             if touched & (1 << vcpu) != 0 {
@@ -260,6 +283,9 @@ pub struct Vm {
     timer_ppi_active: bool,
     pub vcpu: Vcpu,
     vgic: VirtualGic,
+    /// A physical interrupt the short exit acknowledged at the last exit and did not handle
+    /// (`take_acknowledged`).
+    acknowledged: Option<u32>,
     /// vCPU 0's CPU only: what it needs to rebuild the VM.
     builder: Option<Builder>,
 }
@@ -344,6 +370,13 @@ impl Vm {
                 vgic: vgic::model(board, vcpus, &forwarded),
                 last_rings: alloc::vec![None; ivc::channel_count()],
             }),
+            owned: {
+                let mut owned = IntidSet::default();
+                for &intid in &forwarded {
+                    owned.set(intid, true);
+                }
+                owned
+            },
             forwarded,
         });
         let builder = Builder {
@@ -371,8 +404,9 @@ impl Vm {
             vcpu_index: vcpu,
             physical_timer,
             timer_ppi_active: false,
-            vcpu: Vcpu::new(vcpu, 0, 0, physical_timer),
+            vcpu: Vcpu::new(vcpu, vcpus, 0, 0, physical_timer),
             vgic: VirtualGic::new(board, vcpu, vcpus),
+            acknowledged: None,
             builder: None,
         }
     }
@@ -464,7 +498,7 @@ impl Vm {
         shared.stage2.forget_translations();
         let load = shared.config.load_address().unwrap_or(0);
         let dtb = shared.config.dtb_address().unwrap_or(0);
-        self.vcpu = Vcpu::new(0, load, dtb, self.physical_timer);
+        self.vcpu = Vcpu::new(0, shared.vcpus.len(), load, dtb, self.physical_timer);
         for vcpu in 1..shared.vcpus.len() {
             shared.set_power(vcpu, OFF);
         }
@@ -575,7 +609,8 @@ impl Vm {
         }
         let entry = control.entry.load(Ordering::Relaxed);
         let context = control.context.load(Ordering::Relaxed);
-        self.vcpu = Vcpu::new(self.vcpu_index, entry, context, self.physical_timer);
+        let vcpus = self.shared.vcpus.len();
+        self.vcpu = Vcpu::new(self.vcpu_index, vcpus, entry, context, self.physical_timer);
         control.power.store(ON, Ordering::Release);
         true
     }
@@ -818,10 +853,11 @@ impl Vm {
         }
     }
 
-    /// Enters the loaded vCPU until an exit the scheduler must see: an access to the VM's
-    /// console UART (a character, a flag poll) is finished by the world switch's short exit
-    /// and the vCPU goes straight back (`UartExit`). What the VM's UARTs transmitted and its
-    /// console has not had yet goes there when it returns.
+    /// Enters the loaded vCPU until an exit the scheduler must see: the frequent exits (its
+    /// timer PPI or an interrupt it owns, a hypercall that needs no scheduler, a self-SGI, an
+    /// access to the VM's console UART) are finished by the world switch's short exit and the
+    /// vCPU goes straight back (`ShortExit`). What the VM's UARTs transmitted and its console
+    /// has not had yet goes there when it returns.
     pub fn enter(&mut self) -> Exit {
         let slot = {
             let mut hw = self.shared.hw.lock();
@@ -831,24 +867,21 @@ impl Vm {
         };
         let index = self.shared.index;
         counters::entering(index);
-        let mut short = UartExit::new(index, slot);
-        let (shared, vgic, vcpu) = (&self.shared, &mut self.vgic, self.vcpu_index);
-        let exit = self.vcpu.run(&mut |regs, start| {
-            let mut hw = shared.hw.lock();
-            match short.handle(regs, start, &mut hw.devices) {
-                Done::No => false,
-                Done::Yes => true,
-                Done::LineChanged => {
-                    update_lines(shared, vgic, vcpu, &mut hw);
-                    vgic.before_entry(&mut hw.vgic);
-                    true
-                }
-            }
-        });
-        short.finish();
+        let mut short = ShortExit::new(&self.shared, self.vcpu_index, slot);
+        let (shared, vgic) = (&*self.shared, &mut self.vgic);
+        let exit = self
+            .vcpu
+            .run(&mut |regs, start, exit| short.handle(regs, start, exit, shared, vgic));
+        self.acknowledged = short.finish();
         counters::exited(index);
         self.shared.hw.lock().devices.flush_output(index);
         exit
+    }
+
+    /// The physical interrupt the short exit acknowledged at the last exit and left to the
+    /// scheduler, if any.
+    pub fn take_acknowledged(&mut self) -> Option<u32> {
+        self.acknowledged.take()
     }
 
     /// Handles one exit of the loaded vCPU.
@@ -969,7 +1002,7 @@ impl Vm {
 
 /// Moves console input into the VM's console UART and drives the devices' interrupt lines
 /// in the virtual GIC, from vCPU `vcpu` (`vgic`), with the VM's lock held (`hw`).
-fn update_lines(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
+pub fn update_lines(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
     if let Some(uart) = hw.devices.console_uart() {
         input::take(shared.index, |byte| uart.receive(byte));
     }

@@ -51,11 +51,13 @@
 //! more of the CPU than its peers. The RTOS alone at its level never consumes it.
 
 mod entry;
+mod owners;
 mod policy;
 mod queue;
 #[cfg(test)]
 mod tests;
 
+pub use owners::{OwnerTable, MAX_OWNERS, OWNED_INTIDS};
 pub use queue::RunQueue;
 
 /// Most vCPUs one physical CPU can host.

@@ -11,7 +11,7 @@ const WORDS: usize = 32;
 
 /// A set of INTIDs 0 to 1023.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct IntidSet {
+pub struct IntidSet {
     words: [u32; WORDS],
     /// Bit `w` is set exactly when `words[w]` is not zero.
     summary: u32,
@@ -19,7 +19,7 @@ pub(crate) struct IntidSet {
 
 impl IntidSet {
     /// Adds `intid` when `member`, removes it otherwise. INTIDs from 1024 are ignored.
-    pub(crate) fn set(&mut self, intid: u32, member: bool) {
+    pub fn set(&mut self, intid: u32, member: bool) {
         let w = (intid / 32) as usize;
         let Some(word) = self.words.get_mut(w) else {
             return;
@@ -27,6 +27,14 @@ impl IntidSet {
         let bit = 1 << (intid % 32);
         *word = (*word & !bit) | if member { bit } else { 0 };
         self.summary = (self.summary & !(1 << w)) | (u32::from(*word != 0) << w);
+    }
+
+    /// Whether `intid` is a member (never for an INTID from 1024).
+    #[inline]
+    pub fn contains(&self, intid: u32) -> bool {
+        self.words
+            .get((intid / 32) as usize)
+            .is_some_and(|word| word & (1 << (intid % 32)) != 0)
     }
 
     /// The members, lowest first.
@@ -123,5 +131,16 @@ mod tests {
         s.set(34, false);
         s.set(34, false);
         assert_eq!(s, IntidSet::default());
+    }
+
+    #[test]
+    fn membership_is_one_lookup() {
+        let s = set_of(&[0, 27, 33, 1023]);
+        for i in [0, 27, 33, 1023] {
+            assert!(s.contains(i));
+        }
+        for i in [1, 26, 28, 32, 1022, 1024, u32::MAX] {
+            assert!(!s.contains(i), "{i}");
+        }
     }
 }

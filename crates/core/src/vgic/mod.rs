@@ -41,11 +41,10 @@ mod tests;
 
 use alloc::vec::Vec;
 
-use intid_set::IntidSet;
-
 pub use cpuif::LrFlush;
 pub use dist::{DistributorMmio, DISTRIBUTOR_SIZE};
 pub use dist_v2::{DistributorV2Mmio, SgirFilter, SgirRequest, DISTRIBUTOR_V2_SIZE};
+pub use intid_set::IntidSet;
 pub use lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 pub use lr_v2::{from_v2, to_v2};
 pub use redist::{RedistributorMmio, REDISTRIBUTOR_STRIDE};

@@ -28,7 +28,11 @@ impl CpuScheduler {
         let mut woke = false;
         let mut input = false;
         let mut kicked = false;
-        while let Some(intid) = gic::acknowledge() {
+        // The short exit may have acknowledged one already (`Vm::take_acknowledged`).
+        let mut held = self
+            .loaded_position()
+            .and_then(|at| self.vms[at].take_acknowledged());
+        while let Some(intid) = held.take().or_else(gic::acknowledge) {
             gic::end_of_interrupt(intid);
             if let Some(at) = self.owner(intid) {
                 self.vms[at].inject(intid);
@@ -83,9 +87,7 @@ impl CpuScheduler {
         if intid == self.board.timer_virt_irq {
             return self.loaded_position();
         }
-        self.vms
-            .iter()
-            .position(|vm| vm.forwarded().contains(&intid))
+        self.owners.owner(intid)
     }
 
     /// Raises the doorbells rung for this CPU's VMs; wakes a blocked VM that now has an

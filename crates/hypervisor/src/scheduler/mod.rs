@@ -24,7 +24,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use partita_core::board::Board;
-use partita_core::sched::{ticks_from_micros, RunQueue, VcpuId, VcpuState};
+use partita_core::sched::{ticks_from_micros, OwnerTable, RunQueue, VcpuId, VcpuState};
 
 use crate::arch::aarch64::{gic, timer};
 use crate::console;
@@ -45,6 +45,9 @@ pub struct CpuScheduler {
     /// This CPU's vCPUs migrated to another CPU (`migrate`), and whether their return was
     /// requested.
     lent: Vec<(Arc<Shared>, usize, bool)>,
+    /// The position in `vms` of the owner of each forwarded physical interrupt (the virtual
+    /// timer's PPI excepted: it goes to whichever vCPU is loaded); `reindex` rebuilds it.
+    owners: OwnerTable,
 }
 
 /// The run-queue name of a vCPU.
@@ -66,7 +69,7 @@ impl CpuScheduler {
                 let _ = queue.block(vcpu_of(vm), None);
             }
         }
-        CpuScheduler {
+        let mut scheduler = CpuScheduler {
             cpu,
             board,
             system,
@@ -74,6 +77,19 @@ impl CpuScheduler {
             queue,
             loaded: None,
             lent: Vec::new(),
+            owners: OwnerTable::default(),
+        };
+        scheduler.reindex();
+        scheduler
+    }
+
+    /// Rebuilds the owner table after `vms` changed.
+    fn reindex(&mut self) {
+        self.owners.clear();
+        for (at, vm) in self.vms.iter().enumerate() {
+            for &intid in vm.forwarded() {
+                self.owners.claim(intid, at);
+            }
         }
     }
 
@@ -148,6 +164,7 @@ impl CpuScheduler {
             return;
         };
         let vm = self.vms.remove(old);
+        self.reindex();
         let _ = self.queue.remove(vcpu_of(&vm));
         self.lent.push((vm.shared(), vm.vcpu_index(), false));
         migrate::send(vm, target);
@@ -171,6 +188,9 @@ impl CpuScheduler {
             }
             self.vms.push(vm);
         }
+        if any {
+            self.reindex();
+        }
         any
     }
 
@@ -188,6 +208,7 @@ impl CpuScheduler {
                 self.switch_out();
             }
             let vm = self.vms.remove(at);
+            self.reindex();
             let _ = self.queue.remove(vcpu_of(&vm));
             let home = vm.home();
             migrate::send(vm, home);
@@ -341,6 +362,7 @@ impl CpuScheduler {
             self.switch_out();
         }
         let vm = self.vms.remove(at);
+        self.reindex();
         let _ = self.queue.remove(vcpu_of(&vm));
     }
 
@@ -351,6 +373,7 @@ impl CpuScheduler {
             self.switch_out();
         }
         let mut vm = self.vms.remove(at);
+        self.reindex();
         let _ = self.queue.remove(vcpu_of(&vm));
         vm.stop(how);
         drop(vm);

@@ -7,11 +7,12 @@
 //! handling is ordinary Rust on the ordinary stack. The guest's FP/SIMD registers stay live
 //! through an exit: Partita's code never uses them (it is built soft-float), and `fp` moves
 //! them only when a vCPU leaves or takes the CPU.
-//! A data abort from a lower EL (the emulated-device exit) first goes to the caller's
-//! short exit (`enter_guest`'s `short`) with the guest's registers saved and the EL2 clock read at the vector: when it
-//! finishes the exit, the guest is loaded back at once, without restoring the host's
-//! registers and entering it again. The vector tells that one exit class apart by ESR_EL2.EC
-//! only.
+//! The frequent exits (a physical IRQ, and a synchronous exception whose class is a data
+//! abort, HVC, SMC or a trapped system register) first go to the caller's short exit
+//! (`enter_guest`'s `short`) with the guest's registers saved and the EL2 clock read at the
+//! vector: when it finishes the exit, the guest is loaded back at once, without restoring the
+//! host's registers, returning to the scheduler and entering it again. The vector tells those
+//! exits apart by ESR_EL2.EC only.
 //! Exceptions taken from EL2 itself are Partita bugs and end in a panic. This module must
 //! never interpret a trap: decoding belongs to `trap.rs` and `partita_core::trap`.
 
@@ -44,17 +45,17 @@ extern "C" {
     static partita_vectors: u8;
 }
 
-/// How the data-abort vector calls the short exit: `(clock, regs, short)` → 1 when done.
-type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
+/// How the vectors call the short exit: `(clock, regs, short, exit kind)` → 1 when done.
+type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
 
 /// Runs the guest with `regs` until it traps to EL2 with an exit `short` does not finish.
 ///
-/// `short` is asked about every data abort from the guest before the host's registers are
-/// restored: given the guest's saved registers and the EL2 clock when the exception was taken
-/// (`counters`'s clock), it returns true when it has done everything the exit needed, and
-/// the guest goes straight back in with the registers as it left them; false returns the
-/// exit.
-pub fn enter_guest<F: FnMut(&mut GuestRegs, u64) -> bool>(
+/// `short` is asked about every physical IRQ and every data abort, HVC, SMC and trapped
+/// system register from the guest before the host's registers are restored: given the
+/// guest's saved registers, the EL2 clock when the exception was taken (`counters`'s clock)
+/// and the exit, it returns true when it has done everything the exit needed, and the guest
+/// goes straight back in with the registers as it left them; false returns the exit.
+pub fn enter_guest<F: FnMut(&mut GuestRegs, u64, Exit) -> bool>(
     regs: &mut GuestRegs,
     short: &mut F,
 ) -> Exit {
@@ -66,27 +67,35 @@ pub fn enter_guest<F: FnMut(&mut GuestRegs, u64) -> bool>(
     // `call` (`short_exit::<F>`) during the call. Stage 2, HCR_EL2 and the EL1 context of
     // this guest are loaded by the caller, so the guest can only reach its own memory.
     let kind = unsafe { enter_guest_raw(regs, short, call) };
-    match kind {
-        0 => Exit::Synchronous,
-        1 => Exit::Irq,
-        2 => Exit::Fiq,
-        _ => Exit::SError,
+    Exit::from_kind(kind)
+}
+
+impl Exit {
+    /// The exit of the lower-EL vector `kind` (its offset in the group / 0x80).
+    fn from_kind(kind: u64) -> Exit {
+        match kind {
+            0 => Exit::Synchronous,
+            1 => Exit::Irq,
+            2 => Exit::Fiq,
+            _ => Exit::SError,
+        }
     }
 }
 
-/// Called by the data-abort vector with the guest's registers saved and the host's not yet
-/// restored (on the EL2 stack below `enter_guest_raw`'s frame): 1 when `short` finished the
-/// exit and the guest is loaded back, 0 when `enter_guest_raw` returns it.
-extern "C" fn short_exit<F: FnMut(&mut GuestRegs, u64) -> bool>(
+/// Called by the vectors with the guest's registers saved and the host's not yet restored
+/// (on the EL2 stack below `enter_guest_raw`'s frame): 1 when `short` finished the exit and
+/// the guest is loaded back, 0 when `enter_guest_raw` returns it.
+extern "C" fn short_exit<F: FnMut(&mut GuestRegs, u64, Exit) -> bool>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
+    kind: u64,
 ) -> u64 {
     // SAFETY: `enter_guest` passed these two pointers to `enter_guest_raw`, which is still
     // running: `regs` is its exclusively borrowed register file (the guest is not running,
     // the assembly touches it again only after this returns) and `short` its `&mut F`.
     let (regs, short) = unsafe { (&mut *regs, &mut *short.cast::<F>()) };
-    u64::from(short(regs, start))
+    u64::from(short(regs, start, Exit::from_kind(kind)))
 }
 
 /// Points VBAR_EL2 at Partita's vector table on this CPU.
@@ -117,21 +126,62 @@ global_asm!(
 
 .macro guest_vector kind
     .balign 0x80
-    stp     x0, x1, [sp, #-16]!
-    mov     x0, #\kind
+    stp     x0, x1, [sp, #-32]!
+    stp     x2, x3, [sp, #16]
+    mov     x3, #\kind
     b       guest_exit
 .endm
 
-// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) takes the short exit.
+// A physical IRQ: the short exit is asked first.
+.macro guest_irq_vector
+    .balign 0x80
+    stp     x0, x1, [sp, #-32]!
+    stp     x2, x3, [sp, #16]
+    mov     x3, #1
+    b       guest_short
+.endm
+
+// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24), HVC (0x16), SMC (0x17) or
+// trapped system register (0x18) takes the short exit.
 .macro guest_sync_vector
     .balign 0x80
-    stp     x0, x1, [sp, #-16]!
+    stp     x0, x1, [sp, #-32]!
+    stp     x2, x3, [sp, #16]
+    mov     x3, #0
     mrs     x0, esr_el2
     lsr     x0, x0, #26
     cmp     x0, #0x24
-    b.eq    guest_data_abort
-    mov     x0, #0
+    b.eq    guest_short
+    sub     x0, x0, #0x16
+    cmp     x0, #2
+    b.ls    guest_short
     b       guest_exit
+.endm
+
+// Stores the guest's registers into `GuestRegs` at x1: x4..x30 as they are, x0..x3 from
+// the vector's push (popped), ELR and SPSR. Clobbers x4, x5.
+.macro save_guest
+    stp     x4, x5, [x1, #32]
+    stp     x6, x7, [x1, #48]
+    stp     x8, x9, [x1, #64]
+    stp     x10, x11, [x1, #80]
+    stp     x12, x13, [x1, #96]
+    stp     x14, x15, [x1, #112]
+    stp     x16, x17, [x1, #128]
+    stp     x18, x19, [x1, #144]
+    stp     x20, x21, [x1, #160]
+    stp     x22, x23, [x1, #176]
+    stp     x24, x25, [x1, #192]
+    stp     x26, x27, [x1, #208]
+    stp     x28, x29, [x1, #224]
+    str     x30, [x1, #240]
+    ldp     x4, x5, [sp], #16
+    stp     x4, x5, [x1, #0]
+    ldp     x4, x5, [sp], #16
+    stp     x4, x5, [x1, #16]
+    mrs     x4, elr_el2
+    mrs     x5, spsr_el2
+    stp     x4, x5, [x1, #{elr}]
 .endm
 
 .section .text.vectors, "ax"
@@ -147,7 +197,7 @@ partita_vectors:
     el2_vector 6
     el2_vector 7
     guest_sync_vector
-    guest_vector 1
+    guest_irq_vector
     guest_vector 2
     guest_vector 3
     guest_vector 0
@@ -193,71 +243,37 @@ load_guest:
     dsb     nsh
     isb
 
-// Entered from the synchronous vector with the guest's x0/x1 pushed: reads the clock (as
-// `counters` does: the PMU cycle counter, or the generic counter times 16), saves the guest's
-// registers and calls the short exit `call(clock, regs, short)` (`enter_guest_raw`'s third and
-// second arguments, kept in its frame).
-guest_data_abort:
-    adrp    x0, {pmu}
-    ldrb    w0, [x0, :lo12:{pmu}]
-    cbz     w0, 1f
-    mrs     x0, pmccntr_el0
+// Entered from a vector with the guest's x0..x3 pushed and the exit kind in x3: reads the
+// clock (as `counters` does: the PMU cycle counter, or the generic counter times 16), saves
+// the guest's registers and calls the short exit `call(clock, regs, short, kind)`
+// (`enter_guest_raw`'s third and second arguments, kept in its frame). x19 keeps the kind
+// across the call: the host's x19 is in the frame and the guest's in `regs`.
+guest_short:
+    adrp    x2, {pmu}
+    ldrb    w2, [x2, :lo12:{pmu}]
+    cbz     w2, 1f
+    mrs     x2, pmccntr_el0
     b       2f
-1:  mrs     x0, cntpct_el0
-    lsl     x0, x0, #4
-2:  ldr     x1, [sp, #16]
-    stp     x2, x3, [x1, #16]
-    stp     x4, x5, [x1, #32]
-    stp     x6, x7, [x1, #48]
-    stp     x8, x9, [x1, #64]
-    stp     x10, x11, [x1, #80]
-    stp     x12, x13, [x1, #96]
-    stp     x14, x15, [x1, #112]
-    stp     x16, x17, [x1, #128]
-    stp     x18, x19, [x1, #144]
-    stp     x20, x21, [x1, #160]
-    stp     x22, x23, [x1, #176]
-    stp     x24, x25, [x1, #192]
-    stp     x26, x27, [x1, #208]
-    stp     x28, x29, [x1, #224]
-    str     x30, [x1, #240]
-    ldp     x2, x3, [sp], #16
-    stp     x2, x3, [x1, #0]
-    mrs     x2, elr_el2
-    mrs     x3, spsr_el2
-    stp     x2, x3, [x1, #{elr}]
+1:  mrs     x2, cntpct_el0
+    lsl     x2, x2, #4
+2:  ldr     x1, [sp, #32]
+    save_guest
+    mov     x0, x2
+    mov     x19, x3
     ldr     x2, [sp, #8]
-    ldr     x3, [sp, #16]
-    blr     x3
+    ldr     x4, [sp, #16]
+    blr     x4
     cbz     x0, 3f
     ldr     x0, [sp]
     b       load_guest
-3:  mov     x0, #0
+3:  mov     x0, x19
     b       restore_host
 
-// Entered from a guest vector with the guest's x0/x1 pushed and the exit kind in x0.
+// Entered from a guest vector with the guest's x0..x3 pushed and the exit kind in x3.
 guest_exit:
-    ldr     x1, [sp, #16]
-    stp     x2, x3, [x1, #16]
-    stp     x4, x5, [x1, #32]
-    stp     x6, x7, [x1, #48]
-    stp     x8, x9, [x1, #64]
-    stp     x10, x11, [x1, #80]
-    stp     x12, x13, [x1, #96]
-    stp     x14, x15, [x1, #112]
-    stp     x16, x17, [x1, #128]
-    stp     x18, x19, [x1, #144]
-    stp     x20, x21, [x1, #160]
-    stp     x22, x23, [x1, #176]
-    stp     x24, x25, [x1, #192]
-    stp     x26, x27, [x1, #208]
-    stp     x28, x29, [x1, #224]
-    str     x30, [x1, #240]
-    ldp     x2, x3, [sp], #16
-    stp     x2, x3, [x1, #0]
-    mrs     x2, elr_el2
-    mrs     x3, spsr_el2
-    stp     x2, x3, [x1, #{elr}]
+    ldr     x1, [sp, #32]
+    save_guest
+    mov     x0, x3
 
 // Returns from `enter_guest_raw` with the exit kind in x0.
 restore_host:
