@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use partita_core::board::Platform;
+use partita_core::board::{Gic, Platform};
 use partita_core::config::ConsoleView;
 
 use crate::config::{self, System};
@@ -28,6 +28,10 @@ pub struct Guest {
     pub bin: &'static str,
 }
 
+/// The FreeRTOS guest's package and binary (also its image name).
+const FREERTOS: &str = "freertos";
+const FREERTOS_PACKAGE: &str = "partita-freertos";
+
 pub const GUESTS: [Guest; 2] = [
     Guest {
         name: "probe",
@@ -35,9 +39,9 @@ pub const GUESTS: [Guest; 2] = [
         bin: "probe",
     },
     Guest {
-        name: "freertos",
-        package: "partita-freertos",
-        bin: "freertos",
+        name: FREERTOS,
+        package: FREERTOS_PACKAGE,
+        bin: FREERTOS,
     },
 ];
 
@@ -65,20 +69,49 @@ pub fn hypervisor(platform: Platform) -> Result<()> {
 }
 
 /// Builds every guest and flattens it (the hypervisor is built with each boot image, for
-/// its configuration's board).
+/// its configuration's board). The FreeRTOS guest is built once more for each GICv2 board
+/// (`freertos_gicv2`).
 pub fn binaries() -> Result<()> {
     for guest in &GUESTS {
         step(format!("building guest {}", guest.name));
         cargo_build_release(guest.package, GUEST_TARGET)?;
-        let elf_path = paths::release_elf(GUEST_TARGET, guest.bin);
-        let elf =
-            fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
-        let flat = Executable::parse(&elf)
-            .and_then(|e| e.flatten_guest())
-            .with_context(|| format!("cannot flatten {}", elf_path.display()))?;
-        write(&paths::guest_image(guest.name), &flat)?;
+        flatten(&paths::release_elf(GUEST_TARGET, guest.bin), guest.name)?;
+    }
+    for platform in Platform::ALL {
+        if matches!(platform.board().gic, Gic::V2(_)) {
+            freertos_gicv2(platform)?;
+        }
     }
     Ok(())
+}
+
+/// The FreeRTOS guest for a GICv2 board, `build/guests/freertos-<board>.bin`: the
+/// ARM_AARCH64 port, compiled for the distributor and CPU interface the board's guests see,
+/// in a Cargo target directory of its own (its features and addresses differ).
+fn freertos_gicv2(platform: Platform) -> Result<()> {
+    let name = format!("{FREERTOS}-{}", platform.name());
+    step(format!("building guest {name}"));
+    let target_dir = paths::guest_target_dir(platform);
+    let [distributor, cpu_interface] = platform.board().gic.guest_windows(1);
+    run(Command::new("cargo")
+        .args(["build", "--release", "--target", GUEST_TARGET])
+        .args(["-p", FREERTOS_PACKAGE, "--features", "gicv2"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env("PARTITA_GUEST_GICD", format!("{:#x}", distributor.base))
+        .env("PARTITA_GUEST_GICC", format!("{:#x}", cpu_interface.base))
+        .current_dir(root()))?;
+    let elf = target_dir.join(GUEST_TARGET).join("release").join(FREERTOS);
+    flatten(&elf, &name)
+}
+
+/// Flattens the guest ELF at `elf_path` into `build/guests/<name>.bin`.
+fn flatten(elf_path: &Path, name: &str) -> Result<()> {
+    let elf = fs::read(elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
+    let flat = Executable::parse(&elf)
+        .and_then(|e| e.flatten_guest())
+        .with_context(|| format!("cannot flatten {}", elf_path.display()))?;
+    write(&paths::guest_image(name), &flat)
 }
 
 /// The path of the hypervisor ELF built for `platform`.

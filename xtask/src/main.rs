@@ -127,6 +127,12 @@ enum Task {
         /// Run only this configuration (e.g. shared-hackbench); repeatable.
         #[arg(long, value_name = "CONFIG")]
         only: Vec<String>,
+        /// Run the shared rows on this board (configs/<board>/default.toml) instead of the
+        /// whole matrix on qemu-virt.
+        #[arg(long, value_name = "PLATFORM", default_value = "qemu-virt")]
+        board: String,
+        #[command(flatten)]
+        cpu: CpuArg,
     },
     /// Run a system under -icount with a QEMU plugin that counts the instructions executed
     /// in each of Partita's functions; print the top ones and EL2's share of all.
@@ -271,8 +277,20 @@ fn dispatch(task: Task) -> Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
-        Task::Bench { quick, out, only } => {
-            bench::run(&bench::Options { quick, out, only })?;
+        Task::Bench {
+            quick,
+            out,
+            only,
+            board,
+            cpu,
+        } => {
+            bench::run(&bench::Options {
+                quick,
+                out,
+                only,
+                board: bench::board_named(&board)?,
+                cpu: cpu.cpu,
+            })?;
         }
         Task::Profile {
             config,

@@ -34,6 +34,12 @@ pub fn hypervisor_target_dir(platform: Platform) -> PathBuf {
     target_dir().join("board").join(platform.name())
 }
 
+/// Cargo's target directory for the guests built for `platform`'s GIC (a GICv2 board's
+/// FreeRTOS image).
+pub fn guest_target_dir(platform: Platform) -> PathBuf {
+    target_dir().join("guest").join(platform.name())
+}
+
 /// The release ELF of binary `bin` built for Rust target `target`.
 pub fn release_elf(target: &str, bin: &str) -> PathBuf {
     target_dir().join(target).join("release").join(bin)

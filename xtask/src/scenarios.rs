@@ -497,26 +497,64 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         // The second board: Debian's kernel on QEMU's ZCU102 (Cortex-A53, GIC-400) finds the
-        // generated GICv2 and takes its timer through the GICv2 list registers. It stops at
-        // the job's end: an idle guest is not woken again on this board yet (docs/boards.md).
+        // generated GICv2, takes its timer through the GICv2 list registers, sleeps (an idle
+        // guest woken by its virtual timer) and powers off.
         name: "zcu102-linux",
         boot: Boot::Partita("configs/zcu102/linux.toml"),
-        job: Some("cat /proc/interrupts"),
+        job: Some("sleep 1 && cat /proc/interrupts"),
         cpu: Cpu::CortexA53,
         icount: false,
-        end: End::StopWhen(StopWhen {
-            after: None,
-            pattern: "[linux] partita: job exit 0",
-            count: 1,
-        }),
+        end: End::Exit(0),
         timeout_secs: 240,
         expect: &[
             Expect::Line("[linux] [    0.000000] Root IRQ handler: gic_handle_irq"),
             Expect::Line("[linux]  *: * GIC-0  27 Level     arch_timer"),
             Expect::Line("[linux] partita: job exit 0"),
+            Expect::Line(LINUX_POWERED_OFF),
+            Expect::Line("[partita] all VMs powered off"),
             Expect::NoLine(PANIC),
             Expect::NoLine(LINUX_FAULT),
         ],
+    },
+    Scenario {
+        // The shipped system on the ZCU102 (configs/zcu102/default.toml): FreeRTOS, built
+        // for the GICv2 (ARM_AARCH64 port), keeps its deadlines beside Linux running a load
+        // on the same Cortex-A53, and outlives Linux's power-off.
+        name: "zcu102-default",
+        boot: Boot::Partita("configs/zcu102/default.toml"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: &[
+            Expect::Line(
+                "[freertos] Partita FreeRTOS guest: FreeRTOS-Kernel V11.2.0, ARM_AARCH64 port at EL1 (entered at EL1)",
+            ),
+            Expect::Line("[freertos] platform *gicv2 distributor 0xf9010000 cpu interface 0xf902f000*"),
+            Expect::Line("[freertos] hello from FreeRTOS task 1"),
+            Expect::Line("*Time: *"),
+            Expect::Line("[linux] stress-ng: info: * successful run completed in *"),
+            Expect::Line("[linux] partita: job exit 0"),
+            Expect::Line(LINUX_POWERED_OFF),
+            Expect::CountAtLeast(FREERTOS_RT, 3),
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::NoLine(PANIC),
+            Expect::NoLine(LINUX_FAULT),
+            Expect::NoLine(FREERTOS_FAULT),
+        ],
+    },
+    Scenario {
+        // Each VM on its own Cortex-A53 of the ZCU102 (configs/zcu102/split.toml): Partita
+        // starts CPU 1 with QEMU's built-in PSCI (CPU_ON through SMC).
+        name: "zcu102-split",
+        boot: Boot::Partita("configs/zcu102/split.toml"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 300,
+        expect: SPLIT_BESIDE_LINUX,
     },
     Scenario {
         name: "linux-beside-probe",

@@ -834,10 +834,22 @@ impl Vm {
             }
         }
         self.vcpu.load(self.shared.counter_offset);
-        let ppi = self.shared.board.timer_virt_irq;
         if self.timer_ppi_active {
-            gic::set_active_ppi(self.shared.board, ppi);
-        } else if timer::virtual_firing() {
+            gic::set_active_ppi(self.shared.board, self.shared.board.timer_virt_irq);
+        } else {
+            self.inject_expired_timer();
+        }
+    }
+
+    /// The loaded vCPU's virtual timer has expired but its physical PPI was not forwarded
+    /// (not active): it is injected now and the PPI made active as if it had been, so it is
+    /// not taken again before the guest deactivates it. On switch-in the PPI was another
+    /// vCPU's meanwhile; at a WFI the GIC may not have signalled it yet (QEMU's GIC-400
+    /// does not re-signal a pending PPI that a guest's deactivation through a HW list
+    /// register made inactive, so a guest idling then would wait for it forever).
+    pub fn inject_expired_timer(&mut self) {
+        let ppi = self.shared.board.timer_virt_irq;
+        if timer::virtual_firing() && !gic::ppi_active(self.shared.board, ppi) {
             self.inject(ppi);
             counters::injected(self.shared.index);
             gic::set_active_ppi(self.shared.board, ppi);

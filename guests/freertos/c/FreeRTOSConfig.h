@@ -57,6 +57,13 @@
 #define configUNIQUE_INTERRUPT_PRIORITIES       32
 #define configMAX_API_CALL_INTERRUPT_PRIORITY   18
 
+/* The GICv2 build (ARM_AARCH64 port): the memory-mapped GIC, at the addresses build.rs
+ * passes from the board description. */
+#ifdef PARTITA_GICV2_DISTRIBUTOR
+#define configINTERRUPT_CONTROLLER_BASE_ADDRESS          PARTITA_GICV2_DISTRIBUTOR
+#define configINTERRUPT_CONTROLLER_CPU_INTERFACE_OFFSET  PARTITA_GICV2_CPU_OFFSET
+#endif
+
 /* The tick: set up by the Rust glue; the ISR re-arms the timer before the kernel runs. */
 void vConfigureTickInterrupt( void );
 #define configSETUP_TICK_INTERRUPT()            vConfigureTickInterrupt()

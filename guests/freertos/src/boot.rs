@@ -3,7 +3,7 @@
 //! QEMU's `-kernel` and Partita both enter at the header's first word with x0 = the device
 //! tree. Entered at EL2 (native QEMU with `virtualization=on`), the code gives EL1 what a
 //! hypervisor would: AArch64 at EL1 (HCR_EL2.RW), the EL1 physical timer and counter
-//! (CNTHCTL_EL2), a zero virtual offset, no FP/SIMD traps (CPTR_EL2), the GICv3 system
+//! (CNTHCTL_EL2), a zero virtual offset, no FP/SIMD traps (CPTR_EL2), on a GICv3 the system
 //! register interface (ICC_SRE_EL2) with the virtual CPU interface off, and then drops to
 //! EL1h with ERET. At EL1 it enables FP/SIMD, installs the vectors, zeroes bss, sets the
 //! stack and calls `rust_main(dtb, entry_el)`. It must never touch EL2 state when entered
@@ -45,12 +45,14 @@ primary_entry:
     msr     vpidr_el2, x1
     mrs     x1, mpidr_el1
     msr     vmpidr_el2, x1
+    .if {gicv3}                     // a GICv2 has no system register interface
     mrs     x1, icc_sre_el2
     orr     x1, x1, #0x1            // ICC_SRE_EL2.SRE
     orr     x1, x1, #0x8            // ICC_SRE_EL2.Enable: EL1 may use ICC_SRE_EL1
     msr     icc_sre_el2, x1
     isb
     msr     ich_hcr_el2, xzr        // virtual CPU interface off
+    .endif
     ldr     x1, =0x30d00800         // SCTLR_EL1: RES1 bits, MMU and caches off
     msr     sctlr_el1, x1
     mov     x1, #0x3c5              // SPSR_EL2: EL1h, D, A, I, F masked
@@ -78,5 +80,6 @@ el1_entry:
     bl      rust_main
 3:  wfi
     b       3b
-"#
+"#,
+    gicv3 = const !cfg!(feature = "gicv2") as u32,
 );

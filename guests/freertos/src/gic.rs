@@ -10,6 +10,16 @@ use aarch64_cpu::registers::{Readable, MPIDR_EL1};
 use core::arch::asm;
 use core::fmt;
 
+/// The device-tree compatible string of a GICv3.
+pub const COMPATIBLE: &[&str] = &["arm,gic-v3"];
+/// The GIC's name in the banner, and the FreeRTOS port built for it.
+pub const NAME: &str = "gicv3";
+pub const PORT: &str = "ARM_AARCH64_SRE";
+/// What the second `reg` region of the GIC node is.
+pub const SECOND_FRAME: &str = "redistributors";
+/// The mask of the INTID in an acknowledge value (ICC_IAR1_EL1 bits [23:0]).
+pub const INTID_MASK: u32 = 0x00ff_ffff;
+
 /// GICD_CTLR and its bits: EnableGrp1NS/EnableGrp1 (bit 0 or 1 depending on the security
 /// view), ARE (bit 4), and RWP (register write pending, bit 31). 12.9.4.
 const GICD_CTLR: usize = 0x0000;
@@ -149,6 +159,50 @@ impl Gic {
         let priorities = read32(priority_word) & !(0xff << shift);
         write32(priority_word, priorities | (u32::from(priority) << shift));
         write32(sgi + GICR_ISENABLER0, bit);
+    }
+}
+
+/// ICC_SGI1R_EL1 fields (GICv3 architecture specification, 12.2.22).
+const TARGET_LIST_BITS: u64 = 16;
+const AFF1_SHIFT: u32 = 16;
+const INTID_SHIFT: u32 = 24;
+const AFF2_SHIFT: u32 = 32;
+const RS_SHIFT: u32 = 44;
+const AFF3_SHIFT: u32 = 48;
+
+/// The ICC_SGI1R_EL1 value that sends an SGI to this CPU.
+#[derive(Clone, Copy)]
+pub struct SgiToSelf(u64);
+
+impl SgiToSelf {
+    pub fn new(intid: u32) -> Self {
+        let mpidr = MPIDR_EL1.get();
+        let affinity = |level: u32| -> u64 {
+            let shift = if level == 3 { 32 } else { level * 8 };
+            (mpidr >> shift) & 0xff
+        };
+        let aff0 = affinity(0);
+        let value = (1 << (aff0 % TARGET_LIST_BITS))
+            | ((aff0 / TARGET_LIST_BITS) << RS_SHIFT)
+            | (affinity(1) << AFF1_SHIFT)
+            | (u64::from(intid & 0xf) << INTID_SHIFT)
+            | (affinity(2) << AFF2_SHIFT)
+            | (affinity(3) << AFF3_SHIFT);
+        Self(value)
+    }
+
+    /// Raises the SGI; with interrupts unmasked it is taken before this returns.
+    pub fn send(self) {
+        // SAFETY: writing ICC_SGI1R_EL1 (s3_0_c12_c11_5) only makes an SGI pending on the
+        // CPU the value targets, this one; the ISB makes it visible before returning.
+        unsafe {
+            core::arch::asm!(
+                "msr s3_0_c12_c11_5, {value}",
+                "isb",
+                value = in(reg) self.0,
+                options(nostack),
+            )
+        };
     }
 }
 

@@ -8,7 +8,7 @@
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
 
-/// portBYTE_ALIGNMENT of the ARM_AARCH64_SRE port.
+/// portBYTE_ALIGNMENT of the ARM_AARCH64_SRE and ARM_AARCH64 ports.
 const HEAP_ALIGNMENT: usize = 16;
 
 extern "C" {

@@ -1,7 +1,8 @@
 //! Partita's FreeRTOS guest: the real FreeRTOS kernel (FreeRTOS-Kernel V11.2.0 from the
-//! `freertos-next` crate, ARM_AARCH64_SRE port at EL1) with a Rust application.
+//! `freertos-next` crate, ARM_AARCH64_SRE port at EL1, or ARM_AARCH64 in the `gicv2`
+//! build) with a Rust application.
 //!
-//! The crate owns the port glue (start-up, vectors, GICv3, generic-timer tick, PL011) and
+//! The crate owns the port glue (start-up, vectors, GIC, generic-timer tick, PL011) and
 //! the demo: a 1 ms real-time task measuring its dispatch latency, two background tasks and,
 //! when the device tree names an inter-VM channel, the IVC task serving Linux over it.
 //! With `bench=` boot arguments the measurement suite's RTOS experiments (`bench`) run
@@ -19,6 +20,7 @@ mod bootargs;
 mod console;
 mod demo;
 mod freertos;
+#[cfg_attr(feature = "gicv2", path = "gic_v2.rs")]
 mod gic;
 mod heap;
 mod ivc;
@@ -111,16 +113,16 @@ fn start(
     channel: Option<(ivc::ChannelInfo, ivc_demo::Options)>,
     ofdm: Option<(ofdm::Options, &Fdt<'_>)>,
 ) -> ! {
-    // SAFETY: the regions come from the device tree's arm,gic-v3 node, and the guest is the
-    // only software programming the GIC at EL1.
+    // SAFETY: the regions come from the device tree's GIC node, and the guest is the only
+    // software programming the GIC at EL1.
     let gic = unsafe {
         Gic::init(
             platform.gic_distributor,
-            platform.gic_redistributors,
-            platform.gic_redistributors_size,
+            platform.gic_second,
+            platform.gic_second_size,
         )
     }
-    .unwrap_or_else(|error| console::halt(format_args!("GICv3 set-up failed: {error}")));
+    .unwrap_or_else(|error| console::halt(format_args!("{} set-up failed: {error}", gic::NAME)));
     let tick_intid = match tick {
         timer::Source::Virtual => platform.virtual_timer_intid,
         timer::Source::Physical => platform.physical_timer_intid,
@@ -204,15 +206,18 @@ fn spawn_tasks() -> Result<(), freertos::OutOfMemory> {
 
 fn print_banner(platform: &Platform, dtb: usize, entry_el: u64) {
     console::line(format_args!(
-        "Partita FreeRTOS guest: FreeRTOS-Kernel V11.2.0, ARM_AARCH64_SRE port at EL1 (entered at EL{entry_el})"
+        "Partita FreeRTOS guest: FreeRTOS-Kernel V11.2.0, {} port at EL1 (entered at EL{entry_el})",
+        gic::PORT
     ));
     console::line(format_args!(
-        "platform (device tree at {dtb:#x}): {} {:#x}, gicv3 distributor {:#x} redistributors {:#x}, \
+        "platform (device tree at {dtb:#x}): {} {:#x}, {} distributor {:#x} {} {:#x}, \
          timers: virtual intid {}, physical {}, at {} Hz, memory {:#x}+{:#x}",
         platform.uart.kind.name(),
         platform.uart.base,
+        gic::NAME,
         platform.gic_distributor,
-        platform.gic_redistributors,
+        gic::SECOND_FRAME,
+        platform.gic_second,
         platform.virtual_timer_intid,
         platform.physical_timer_intid,
         timer::frequency(),

@@ -2,11 +2,13 @@
 //!
 //! It owns the decoding of the flattened device tree (QEMU's, the one Partita generates for
 //! the VM, or the one Xen generates for a dom0less domU) into typed addresses and interrupt
-//! numbers: the UART (a PL011, or Xen's emulated SBSA UART), the GICv3 distributor and
-//! redistributor region, the generic timer's interrupts and the first memory region.
+//! numbers: the UART (a PL011, or Xen's emulated SBSA UART), the GIC the image was built
+//! for (a GICv3's distributor and redistributor region, or a GICv2's distributor and CPU
+//! interface), the generic timer's interrupts and the first memory region.
 //! The tree is input from outside: anything missing or malformed is an error value, never
 //! a panic.
 
+use crate::gic;
 use core::fmt;
 use fdt::Fdt;
 
@@ -55,8 +57,9 @@ impl UartKind {
 pub struct Platform {
     pub uart: Uart,
     pub gic_distributor: usize,
-    pub gic_redistributors: usize,
-    pub gic_redistributors_size: usize,
+    /// The GIC node's second region: a GICv3's redistributors, a GICv2's CPU interface.
+    pub gic_second: usize,
+    pub gic_second_size: usize,
     /// INTID of the EL1 virtual timer (CNTV), the tick source.
     pub virtual_timer_intid: u32,
     /// INTID of the EL1 physical timer (CNTP), the alternative tick source.
@@ -69,7 +72,7 @@ pub struct Platform {
 #[derive(Clone, Copy, Debug)]
 pub enum PlatformError {
     NoUart,
-    NoGicV3,
+    NoGic,
     NoTimer,
     BadTimerInterrupts,
     NoMemory,
@@ -79,7 +82,7 @@ impl fmt::Display for PlatformError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reason = match self {
             Self::NoUart => "no arm,pl011 or arm,sbsa-uart node with a reg property",
-            Self::NoGicV3 => "no arm,gic-v3 node with distributor and redistributor regs",
+            Self::NoGic => "no node of the GIC this image was built for with two regs",
             Self::NoTimer => "no arm,armv8-timer node with interrupts",
             Self::BadTimerInterrupts => "armv8-timer interrupts are not GIC PPI triplets",
             Self::NoMemory => "no memory node with a reg property",
@@ -108,11 +111,11 @@ impl Platform {
     pub fn from_fdt(fdt: &Fdt<'_>) -> Result<Self, PlatformError> {
         let uart = Self::console(fdt)?;
         let gic = fdt
-            .find_compatible(&["arm,gic-v3"])
-            .ok_or(PlatformError::NoGicV3)?;
-        let mut regs = gic.reg().ok_or(PlatformError::NoGicV3)?;
-        let distributor = regs.next().ok_or(PlatformError::NoGicV3)?;
-        let redistributors = regs.next().ok_or(PlatformError::NoGicV3)?;
+            .find_compatible(gic::COMPATIBLE)
+            .ok_or(PlatformError::NoGic)?;
+        let mut regs = gic.reg().ok_or(PlatformError::NoGic)?;
+        let distributor = regs.next().ok_or(PlatformError::NoGic)?;
+        let second = regs.next().ok_or(PlatformError::NoGic)?;
         let timer = fdt
             .find_compatible(&["arm,armv8-timer"])
             .and_then(|node| node.property("interrupts"))
@@ -121,8 +124,8 @@ impl Platform {
         Ok(Self {
             uart,
             gic_distributor: distributor.starting_address as usize,
-            gic_redistributors: redistributors.starting_address as usize,
-            gic_redistributors_size: redistributors.size.unwrap_or(0),
+            gic_second: second.starting_address as usize,
+            gic_second_size: second.size.unwrap_or(0),
             virtual_timer_intid: timer_intid(timer.value, TIMER_VIRTUAL)?,
             physical_timer_intid: timer_intid(timer.value, TIMER_PHYSICAL)?,
             memory_base,

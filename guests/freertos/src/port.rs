@@ -1,4 +1,5 @@
-//! The hooks the FreeRTOS ARM_AARCH64_SRE port and kernel call into: the tick set-up
+//! The hooks the FreeRTOS port (ARM_AARCH64_SRE, or ARM_AARCH64 in the `gicv2` build) and
+//! kernel call into: the tick set-up
 //! (`configSETUP_TICK_INTERRUPT`), the IRQ dispatcher (`vApplicationFPUSafeIRQHandler`,
 //! reached through the port's FP-saving `vApplicationIRQHandler`), the idle hook and
 //! `configASSERT`.
@@ -10,7 +11,7 @@
 //! notification. This module must never block or print from interrupt context.
 
 use crate::freertos::{self, Task};
-use crate::{bench, console, ivc, ofdm, sgi, timer, vectors};
+use crate::{bench, console, gic, ivc, ofdm, sgi, timer, vectors};
 use core::ffi::{c_char, c_ulong, c_void, CStr};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -18,9 +19,9 @@ use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 /// GIC priority of the tick: the port requires portLOWEST_USABLE_INTERRUPT_PRIORITY
 /// (30 of 32 levels) shifted by portPRIORITY_SHIFT (3), see FreeRTOSConfig.h.
 pub const TICK_PRIORITY: u8 = 30 << 3;
-/// ICC_IAR1_EL1.INTID (bits [23:0]); the special INTIDs 1020..1023 (spurious) match no
+/// The INTID in an acknowledge value; the special INTIDs 1020..1023 (spurious) match no
 /// source and are left alone.
-const INTID_MASK: u32 = 0x00ff_ffff;
+const INTID_MASK: u32 = gic::INTID_MASK;
 
 static TICK_INTID: AtomicU32 = AtomicU32::new(u32::MAX);
 static TICK_PERIOD: AtomicU64 = AtomicU64::new(0);
@@ -86,8 +87,10 @@ extern "C" fn vConfigureTickInterrupt() {
     timer::start(timer::now() + tick_period());
 }
 
-/// The port's C-level IRQ handler, called with the acknowledged ICC_IAR1_EL1 value; the
-/// port writes the end of interrupt after it returns.
+/// The port's C-level IRQ handler, called with the acknowledged ICC_IAR1_EL1 (GICC_IAR)
+/// value; the port writes the end of interrupt after it returns. The SRE port reaches it
+/// through its own FP-saving `vApplicationIRQHandler`, the GICv2 build's port through
+/// `vectors.rs`'s.
 #[no_mangle]
 extern "C" fn vApplicationFPUSafeIRQHandler(iar: u32) {
     let intid = iar & INTID_MASK;

@@ -106,6 +106,62 @@ _freertos_vector_table_physical:
     stamp = sym IRQ_ENTRY_COUNTER,
 );
 
+// The GICv2 build's port (ARM_AARCH64) calls `vApplicationIRQHandler` directly, without
+// the FP/SIMD save the SRE port's weak one does, and the Rust handler may use those
+// registers: this saves Q0-Q31, FPSR and FPCR around `vApplicationFPUSafeIRQHandler`, as
+// the SRE port's does.
+#[cfg(feature = "gicv2")]
+core::arch::global_asm!(
+    r#"
+    .section .text.irq_fp, "ax"
+    .global vApplicationIRQHandler
+    .balign 8
+vApplicationIRQHandler:
+    stp     x29, x30, [sp, #-0x10]!
+    stp     q0, q1, [sp, #-0x20]!
+    stp     q2, q3, [sp, #-0x20]!
+    stp     q4, q5, [sp, #-0x20]!
+    stp     q6, q7, [sp, #-0x20]!
+    stp     q8, q9, [sp, #-0x20]!
+    stp     q10, q11, [sp, #-0x20]!
+    stp     q12, q13, [sp, #-0x20]!
+    stp     q14, q15, [sp, #-0x20]!
+    stp     q16, q17, [sp, #-0x20]!
+    stp     q18, q19, [sp, #-0x20]!
+    stp     q20, q21, [sp, #-0x20]!
+    stp     q22, q23, [sp, #-0x20]!
+    stp     q24, q25, [sp, #-0x20]!
+    stp     q26, q27, [sp, #-0x20]!
+    stp     q28, q29, [sp, #-0x20]!
+    stp     q30, q31, [sp, #-0x20]!
+    mrs     x9, fpsr
+    mrs     x10, fpcr
+    stp     x9, x10, [sp, #-0x10]!
+    bl      vApplicationFPUSafeIRQHandler
+    ldp     x9, x10, [sp], #0x10
+    msr     fpsr, x9
+    msr     fpcr, x10
+    ldp     q30, q31, [sp], #0x20
+    ldp     q28, q29, [sp], #0x20
+    ldp     q26, q27, [sp], #0x20
+    ldp     q24, q25, [sp], #0x20
+    ldp     q22, q23, [sp], #0x20
+    ldp     q20, q21, [sp], #0x20
+    ldp     q18, q19, [sp], #0x20
+    ldp     q16, q17, [sp], #0x20
+    ldp     q14, q15, [sp], #0x20
+    ldp     q12, q13, [sp], #0x20
+    ldp     q10, q11, [sp], #0x20
+    ldp     q8, q9, [sp], #0x20
+    ldp     q6, q7, [sp], #0x20
+    ldp     q4, q5, [sp], #0x20
+    ldp     q2, q3, [sp], #0x20
+    ldp     q0, q1, [sp], #0x20
+    ldp     x29, x30, [sp], #0x10
+    ret
+"#
+);
+
 /// Names of the sixteen vector entries, in table order.
 const VECTOR_NAMES: [&str; 16] = [
     "sync from EL1t",

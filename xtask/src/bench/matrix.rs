@@ -4,6 +4,8 @@
 //! are listed with the reason (`EXPERIMENTS_NOT_RUN`).
 //! Nothing here starts QEMU or reads output.
 
+use partita_core::board::Platform;
+
 use super::parse::{Parser, SysbenchTest};
 
 /// `quick` (short loops, minutes) or `full` (BENCHMARKS.md durations).
@@ -173,6 +175,36 @@ const fn xen_beside(config: &'static str, load: Load) -> Row {
 }
 
 const SHARED: &str = "configs/default.toml";
+
+/// `boot` on `platform`: every row on qemu-virt; on another board only the rows beside a
+/// Linux load on the shared CPU, with that board's shipped system
+/// (`configs/<board>/default.toml`), but the IVC one (those systems have no channel).
+pub fn on_board(boot: Boot, platform: Platform) -> Option<Boot> {
+    if platform == Platform::QemuVirt {
+        return Some(boot);
+    }
+    match boot {
+        Boot::Beside { load, .. } if on_board_beyond_virt(boot) => {
+            // One small string per run of the bench: Boot keeps `'static` paths.
+            let config: &'static str =
+                Box::leak(format!("configs/{}/default.toml", platform.name()).into_boxed_str());
+            Some(Boot::Beside { config, load })
+        }
+        _ => None,
+    }
+}
+
+fn on_board_beyond_virt(boot: Boot) -> bool {
+    matches!(boot, Boot::Beside { config: SHARED, load } if load != Load::IvcHackbench)
+}
+
+/// The configurations `on_board` keeps on a board other than qemu-virt.
+pub fn shared_rows() -> Vec<&'static str> {
+    ROWS.iter()
+        .filter(|row| on_board_beyond_virt(row.boot))
+        .map(|row| row.config)
+        .collect()
+}
 const SPLIT: &str = "configs/split.toml";
 const MIXED: &str = "configs/mixed.toml";
 const MIXED_MIGRATE: &str = "configs/tests/mixed-migrate.toml";

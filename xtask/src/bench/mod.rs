@@ -19,9 +19,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use partita_core::board::Platform;
 
 use crate::process::{step, Ending};
+use crate::qemu::Cpu;
 use crate::{build, linux, paths, xen};
 use matrix::{Boot, Guest, Mode, Row, ROWS};
 use provenance::RunCommand;
@@ -34,6 +36,22 @@ pub struct Options {
     pub out: Option<PathBuf>,
     /// Only these configurations (all when empty).
     pub only: Vec<String>,
+    /// The board of the Partita rows: on another than qemu-virt only the shared rows run
+    /// (`matrix::on_board`).
+    pub board: Platform,
+    /// The CPU model QEMU emulates for every row.
+    pub cpu: Cpu,
+}
+
+/// The board `--board` names.
+pub fn board_named(name: &str) -> Result<Platform> {
+    Platform::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Platform::ALL.iter().map(|p| p.name()).collect();
+        anyhow!(
+            "--board: no board named \"{name}\"; known: {}",
+            known.join(", ")
+        )
+    })
 }
 
 /// Wall-clock limit of one boot before QEMU is killed.
@@ -77,10 +95,17 @@ pub fn run(options: &Options) -> Result<PathBuf> {
     let cache = paths::cache_dir();
     let measured: Vec<(&Row, Boot)> = ROWS
         .iter()
-        .map(|row| (row, row.boot))
+        .filter_map(|row| Some((row, matrix::on_board(row.boot, options.board)?)))
         .filter(|(row, _)| options.only.is_empty() || options.only.iter().any(|c| c == row.config))
         .collect();
     check_only(&options.only)?;
+    if measured.is_empty() {
+        bail!(
+            "--board {}: runs the shared rows only ({})",
+            options.board.name(),
+            matrix::shared_rows().join(", ")
+        );
+    }
     prepare(&measured, &cache)?;
     let mut config_files: Vec<&str> = measured
         .iter()
@@ -91,7 +116,7 @@ pub fn run(options: &Options) -> Result<PathBuf> {
     let out = options
         .out
         .clone()
-        .unwrap_or_else(|| default_out(mode, &provenance.date, &provenance.commit));
+        .unwrap_or_else(|| default_out(mode, options.board, &provenance.date, &provenance.commit));
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let ivc_experiments = matrix::ivc_experiments(mode);
     let total = measured
@@ -116,7 +141,7 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         let mut console = String::new();
         let mut worst = None;
         for (index, job) in boots.iter().enumerate() {
-            let mut cmd = runner::command(*boot, job, mode, &cache)?;
+            let mut cmd = runner::command(*boot, job, mode, &cache, options.cpu)?;
             provenance.runs.push(RunCommand {
                 config: row.config.to_owned(),
                 guest: row.guest.name().to_owned(),
@@ -220,12 +245,16 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
 }
 
 /// `bench/out/<YYYY-MM-DD>-<short commit>/` (`-quick` appended in quick mode).
-fn default_out(mode: Mode, date: &str, commit: &str) -> PathBuf {
+fn default_out(mode: Mode, board: Platform, date: &str, commit: &str) -> PathBuf {
     let day = date.get(..10).unwrap_or(date);
     let commit = if commit.is_empty() { "nogit" } else { commit };
-    let suffix = match mode {
+    let mode = match mode {
         Mode::Quick => "-quick",
         Mode::Full => "",
+    };
+    let suffix = match board {
+        Platform::QemuVirt => mode.to_owned(),
+        other => format!("{mode}-{}", other.name()),
     };
     paths::root()
         .join("bench")
@@ -649,9 +678,19 @@ mod tests {
 
     #[test]
     fn output_folders_are_named_by_day_and_commit() {
-        let dir = default_out(Mode::Full, "2026-11-21T23:00:00Z", "fd7ceec");
+        let dir = default_out(
+            Mode::Full,
+            Platform::QemuVirt,
+            "2026-11-21T23:00:00Z",
+            "fd7ceec",
+        );
         assert!(dir.ends_with("bench/out/2026-11-21-fd7ceec"));
-        let quick = default_out(Mode::Quick, "2026-11-21T23:00:00Z", "fd7ceec");
+        let quick = default_out(
+            Mode::Quick,
+            Platform::QemuVirt,
+            "2026-11-21T23:00:00Z",
+            "fd7ceec",
+        );
         assert!(quick.ends_with("bench/out/2026-11-21-fd7ceec-quick"));
     }
 }

@@ -12,12 +12,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use partita_core::board::Platform;
 
 use super::console::{clean, BEGIN};
 use super::matrix::{beside_bootargs, freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
 use crate::build::{self, ConsoleUse};
 use crate::process::{self, Ending};
-use crate::qemu::{Clock, Machine};
+use crate::qemu::{Clock, Cpu, Machine};
 use crate::{linux, paths, xen};
 
 /// Progress over every experiment of the benchmark.
@@ -60,7 +61,9 @@ pub fn minutes_seconds(elapsed: Duration) -> String {
 
 /// The QEMU command that boots `boot`; Linux rows run `job`, the FreeRTOS row gets the
 /// boot arguments of `mode`.
-pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Command> {
+/// QEMU emulates `cpu`; a Partita boot runs on its configuration's board, the others on
+/// qemu-virt.
+pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Result<Command> {
     match boot {
         Boot::NativeLinux | Boot::NativeLinuxSmp(_) => {
             let guest = linux::prepare(cache)?;
@@ -78,7 +81,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
         }
         Boot::NativeFreeRtos => {
             let image = paths::guest_image("freertos");
-            let mut cmd = machine(&image, 1);
+            let mut cmd = machine(&image, Platform::QemuVirt, 1, cpu);
             cmd.args(["-append", freertos_bootargs(mode)]);
             Ok(cmd)
         }
@@ -92,7 +95,12 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
             let image = dir.join("partita.img");
             let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
-            Ok(machine(&image, system.config.board.cpus))
+            Ok(machine(
+                &image,
+                system.config.board.platform,
+                system.config.board.cpus,
+                cpu,
+            ))
         }
         Boot::Partita(config) | Boot::PartitaSmp(config) | Boot::BesideDemo(config, _) => {
             let image = paths::build_dir().join("bench").join("partita.img");
@@ -102,7 +110,12 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 Some(job),
                 &ConsoleUse::AllTagged,
             )?;
-            Ok(machine(&image, system.config.board.cpus))
+            Ok(machine(
+                &image,
+                system.config.board.platform,
+                system.config.board.cpus,
+                cpu,
+            ))
         }
         Boot::Beside { config, load } => {
             let image = paths::build_dir().join("bench").join("partita.img");
@@ -114,7 +127,12 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path) -> Result<Comman
                 Some((BESIDE_RTOS_VM, &bootargs)),
                 &ConsoleUse::AllTagged,
             )?;
-            Ok(machine(&image, system.config.board.cpus))
+            Ok(machine(
+                &image,
+                system.config.board.platform,
+                system.config.board.cpus,
+                cpu,
+            ))
         }
         Boot::XenDom0 => xen_boot(cache, Some(Some(job)), None),
         Boot::XenDomU(None) => xen_boot(cache, None, Some(freertos_bootargs(mode))),
@@ -160,8 +178,10 @@ pub fn stop_line(boot: Boot) -> Option<fn(&str) -> bool> {
     }
 }
 
-fn machine(image: &Path, cpus: u8) -> Command {
+fn machine(image: &Path, platform: Platform, cpus: u8, cpu: Cpu) -> Command {
     Machine {
+        board: platform.board(),
+        cpu,
         cpus,
         ..Machine::single(Clock::Counted)
     }

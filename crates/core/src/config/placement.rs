@@ -10,7 +10,7 @@
 use alloc::format;
 
 use super::{ConfigError, SystemConfig, TimerMode, VmConfig, VmKind};
-use crate::board::Board;
+use crate::board::{Board, Gic};
 use crate::sched::MAX_VCPUS;
 
 /// Shortest round-robin slice: below it a switch (some microseconds) would eat the slice.
@@ -31,6 +31,7 @@ pub(super) fn validate(cfg: &SystemConfig, board: &Board) -> Result<(), ConfigEr
     for (i, vm) in cfg.vms.iter().enumerate() {
         cpu_share(cfg, i, vm)?;
         uniprocessor_only(i, vm)?;
+        gicv2_uniprocessor(board, i, vm)?;
         timer(cfg, i, vm)?;
         irqs(cfg, board, i, vm)?;
     }
@@ -100,6 +101,22 @@ fn uniprocessor_only(i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
         )),
         None => Ok(()),
     }
+}
+
+/// A GICv2 board's VMs have one vCPU: its virtual SGIs name no source CPU (the model keeps
+/// none) and its virtual GIC glue loads one vCPU's list registers only.
+fn gicv2_uniprocessor(board: &Board, i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
+    if vm.cpus.len() < 2 || !matches!(board.gic, Gic::V2(_)) {
+        return Ok(());
+    }
+    Err(ConfigError::new(
+        format!("vm[{i}].cpus"),
+        format!(
+            "{} has a GICv2, whose VMs have one vCPU on Partita; this one has {}",
+            board.name,
+            vm.cpus.len()
+        ),
+    ))
 }
 
 fn timer(cfg: &SystemConfig, i: usize, vm: &VmConfig) -> Result<(), ConfigError> {

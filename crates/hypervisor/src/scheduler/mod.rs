@@ -278,13 +278,15 @@ impl CpuScheduler {
         }
     }
 
-    /// WFI of the running vCPU: it goes on at once if an interrupt is pending for it, else
-    /// it blocks until one is; true when it blocked. It stays loaded, so its virtual timer
+    /// WFI of the running vCPU: it goes on at once if an interrupt is pending for it (its
+    /// virtual timer expired counts, `Vm::inject_expired_timer`), else it blocks until one
+    /// is; true when it blocked. It stays loaded, so its virtual timer
     /// keeps running and its PPI wakes it; the deadline joins the run queue (and so the EL2
     /// timer) only when it is switched out.
     fn block(&mut self, at: usize) -> bool {
         let vm = &mut self.vms[at];
         vm.update_interrupt_lines();
+        vm.inject_expired_timer();
         if vm.has_deliverable() {
             return false;
         }
