@@ -180,17 +180,31 @@ impl RunQueue {
             Place::Blocked { deadline: Some(_) } => self.timed |= bit,
             Place::Blocked { deadline: None } => {}
         }
-        let key = |i: usize| (self.entries[i].wake_deadline(), self.entries[i].vcpu);
         if self.soonest_at == Some(index) {
             // The earliest deadline moved or went: look for the next one.
-            self.soonest_at = positions(self.timed).min_by_key(|&i| key(i));
-        } else if self.timed & bit != 0 && self.soonest_at.is_none_or(|s| key(index) < key(s)) {
+            self.soonest_at = positions(self.timed).fold(None, |best, i| match best {
+                Some(b) if !self.earlier_than(i, b) => Some(b),
+                _ => Some(i),
+            });
+        } else if self.timed & bit != 0
+            && self.soonest_at.is_none_or(|s| self.earlier_than(index, s))
+        {
             self.soonest_at = Some(index);
         }
         self.soonest = self
             .soonest_at
             .and_then(|i| self.entries[i].wake_deadline())
             .unwrap_or(u64::MAX);
+    }
+
+    /// Whether timed entry `a`'s deadline comes before timed entry `b`'s (ties: the lower
+    /// `VcpuId` first).
+    fn earlier_than(&self, a: usize, b: usize) -> bool {
+        let (da, db) = (
+            self.entries[a].wake_deadline(),
+            self.entries[b].wake_deadline(),
+        );
+        da < db || (da == db && self.entries[a].vcpu < self.entries[b].vcpu)
     }
 
     /// The earliest deadline of the entries of `set` (which must be `timed` ones).
