@@ -16,9 +16,7 @@
 
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
 
-use partita_core::trap::{device_access, fault_ipa};
-
-use partita_core::trap::Register;
+use partita_core::trap::{device_access, fault_ipa, Register};
 
 use crate::arch::aarch64::vectors::{CallerSaved, GuestRegs};
 use crate::devices::Devices;

@@ -72,8 +72,8 @@ pub trait ShortExitHandler {
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> bool;
 
     /// A data abort from the guest taken at `start`, asked first, with only the guest's
-    /// caller-saved registers and ELR saved (`CallerSaved`). Whatever it does not finish it
-    /// must leave untouched.
+    /// caller-saved registers saved and ELR in ELR_EL2 (`CallerSaved`). Whatever it does not
+    /// finish it must leave untouched.
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> DataAbort;
 }
 
@@ -83,7 +83,8 @@ pub trait ShortExitHandler {
 pub enum DataAbort {
     /// Nothing: `enter_guest` returns the exit (`Exit::Synchronous`) to the general path.
     General = 0,
-    /// Finished: the guest's caller-saved registers and ELR are loaded back and it runs on.
+    /// Finished: the guest's caller-saved registers are loaded back and it runs on (at
+    /// ELR_EL2, which the access moved past the instruction).
     Done = 1,
     /// Nothing, because the access names a register that was not saved: every register is
     /// saved and the exit goes to `ShortExitHandler::exit`.
