@@ -83,6 +83,7 @@ fn vm_names(boot: &Boot) -> Vec<String> {
         Boot::Partita(_) | Boot::PartitaSmp(_) => &["linux"],
         Boot::BesideDemo(..) => &[runner::BESIDE_RTOS_VM, "linux"],
         Boot::Beside { config, .. } => return configured_vm_names(config),
+        Boot::Scale { vms, .. } => &matrix::SCALE_VMS[..usize::from(*vms)],
         _ => &[],
     };
     names.iter().map(|name| (*name).to_owned()).collect()
@@ -230,6 +231,7 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
                 | Boot::Beside { .. }
                 | Boot::XenDomU(_)
                 | Boot::BesideDemo(..)
+                | Boot::Scale { .. }
         )
     }) {
         build::binaries()?;
@@ -237,7 +239,10 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
     let beside = boots.iter().any(|b| {
         matches!(
             b,
-            Boot::Beside { .. } | Boot::BesideDemo(..) | Boot::XenDomU(Some(_))
+            Boot::Beside { .. }
+                | Boot::BesideDemo(..)
+                | Boot::XenDomU(Some(_))
+                | Boot::Scale { .. }
         )
     });
     let linux = measured
