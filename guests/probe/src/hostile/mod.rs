@@ -137,6 +137,7 @@ pub const PROBES: &[Probe] = &[
     probe("ivc-readonly-write",      AbortInjected,     ivc::readonly_write),
     probe("ivc-outside-window",      AbortInjected,     ivc::outside_window),
     probe("ivc-scribble-ring",       Contained,         ivc::scribble_ring),
+    probe("uart-register-file",      Emulated,          console::uart_register_file),
 ];
 
 /// Times the whole table runs again, quietly, after the reported pass: the attacks then
