@@ -65,6 +65,14 @@ enum Op {
         count: u8,
         states: Vec<u8>,
     },
+    /// Load the list registers, let the guest move them to the given states, then inject
+    /// `intid` by the short path (`Vgic::inject_loaded`) and fold back.
+    Short {
+        vcpu: u8,
+        count: u8,
+        states: Vec<u8>,
+        intid: u16,
+    },
 }
 
 /// Distributor offsets that are reserved or have no function here: RAZ/WI.
@@ -213,6 +221,11 @@ impl Machine {
     }
 
     fn run(&mut self, vcpu: usize, count: u8, states: &[u8]) {
+        self.run_with(vcpu, count, states, None);
+    }
+
+    /// `run`, with a short injection of `short` between the guest's run and the fold.
+    fn run_with(&mut self, vcpu: usize, count: u8, states: &[u8], short: Option<u32>) {
         let Some(mut lrs) = self.lrs.get_mut(vcpu).map(std::mem::take) else {
             assert!(self.vgic.flush(vcpu, &[]).is_err());
             return;
@@ -250,6 +263,31 @@ impl Machine {
         let mut values = flush.values().to_vec();
         for (value, &state) in values.iter_mut().zip(states) {
             *value = (*value & !(3 << 62)) | (u64::from(state & 3) << 62);
+        }
+        if let Some(intid) = short {
+            let free = values
+                .iter()
+                .enumerate()
+                .filter(|(_, &raw)| ListRegister::decode(raw).is_free())
+                .fold(0u16, |bits, (n, _)| bits | 1 << n);
+            let result = self.vgic.inject_loaded(vcpu, intid, free, values.len());
+            assert_eq!(result.is_ok(), self.implemented(u64::from(intid)));
+            if let Ok(Some((slot, value))) = result {
+                assert!(free & 1 << slot != 0, "list register {slot} was not free");
+                let lr = ListRegister::decode(value);
+                assert_eq!(lr.vintid, intid);
+                assert!(lr.state.is_pending(), "the injected interrupt is pending");
+                values[slot] = value;
+                let valid = values
+                    .iter()
+                    .map(|&raw| ListRegister::decode(raw))
+                    .filter(|lr| lr.state != LrState::Invalid);
+                let mut seen = Vec::new();
+                for lr in valid {
+                    assert!(!seen.contains(&lr.vintid), "INTID {} in two LRs", lr.vintid);
+                    seen.push(lr.vintid);
+                }
+            }
         }
         self.vgic
             .sync(vcpu, &values)
@@ -322,6 +360,12 @@ impl Machine {
                 count,
                 states,
             } => self.run(self.vcpu(vcpu), count, &states),
+            Op::Short {
+                vcpu,
+                count,
+                states,
+                intid,
+            } => self.run_with(self.vcpu(vcpu), count, &states, Some(u32::from(intid))),
         }
     }
 }

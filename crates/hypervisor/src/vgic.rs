@@ -160,6 +160,22 @@ impl VirtualGic {
     /// A physical occurrence of an interrupt forwarded to this vCPU (its PPIs) or to the VM
     /// (an SPI, which the model routes).
     pub fn inject(&mut self, model: &mut Vgic, intid: u32) {
+        if !self.stale && !self.parked {
+            // Loaded: the one interrupt may go straight into a free list register.
+            let free = gic_hyp::empty_list_registers();
+            match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
+                Ok(Some((slot, value))) => {
+                    if let Some(lr) = self.lrs.get_mut(slot) {
+                        *lr = value;
+                    }
+                    gic_hyp::write_list_register(slot, value);
+                    self.loaded |= 1 << slot;
+                    return;
+                }
+                Ok(None) => {}
+                Err(e) => panic!("injecting interrupt {intid}: {e:?}"),
+            }
+        }
         self.sync(model);
         if let Err(e) = model.inject(self.vcpu, intid) {
             panic!("injecting interrupt {intid}: {e:?}");

@@ -12,7 +12,7 @@
 
 use super::lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 use super::state::{IrqState, Trigger};
-use super::{LiveEntry, Vgic, VgicError};
+use super::{LiveEntry, Vgic, VgicError, PRIVATE_IRQS};
 
 /// The list-register contents to load before a vCPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,6 +231,101 @@ impl Vgic {
         } else {
             0
         })
+    }
+
+    /// `inject` and the list-register choice of the next `flush` in one short step, for the
+    /// common injection into a vCPU whose list registers are loaded (flushed, not synced
+    /// since): when the interrupt needs no list register but a free one, and nothing else
+    /// waits in the model, it goes straight into the lowest free list register and nothing
+    /// else is read, folded or chosen again. `free` has bit n set when list register n is
+    /// free now (ICH_ELRSR_EL2); `count` is how many the vCPU interface has. Returns the list
+    /// register to write and its value; `None` (the model unchanged but for list registers
+    /// the guest finished, folded) when the general path (`sync`, `inject`, `flush`) must
+    /// run. The model stays the truth: a later `sync` sees the new list register as if
+    /// `flush` had chosen it.
+    ///
+    /// The general path would choose every active and deliverable interrupt of the vCPU; it
+    /// chooses the same set here when each of them other than `intid` is in a list register
+    /// that still holds it, and one list register is free for `intid`. The order of the list
+    /// registers may differ (the guest takes them by priority, whatever their order).
+    pub fn inject_loaded(
+        &mut self,
+        vcpu: usize,
+        intid: u32,
+        free: u16,
+        count: usize,
+    ) -> Result<Option<(usize, u64)>, VgicError> {
+        let owner = if intid < PRIVATE_IRQS {
+            Some(vcpu)
+        } else {
+            self.spi_target(intid)
+        };
+        self.state(vcpu, intid)?;
+        if owner != Some(vcpu) {
+            return Ok(None);
+        }
+        let Some(v) = self.vcpus.get_mut(vcpu) else {
+            return Err(VgicError::NoSuchVcpu);
+        };
+        // The list registers the guest finished (free now) are folded first: they are what
+        // the general path's `sync` would fold.
+        let mut live = v.live_count.min(MAX_LIST_REGISTERS);
+        for slot in 0..live {
+            if free & (1 << slot) == 0 {
+                continue;
+            }
+            let entry = self
+                .vcpus
+                .get_mut(vcpu)
+                .and_then(|v| v.live.get_mut(slot))
+                .and_then(Option::take);
+            if let Some(entry) = entry {
+                self.update(vcpu, entry.intid, |irq| fold(irq, entry, LrState::Invalid))?;
+            }
+        }
+        let Some(v) = self.vcpus.get(vcpu) else {
+            return Err(VgicError::NoSuchVcpu);
+        };
+        while live > 0 && v.live.get(live - 1).is_some_and(Option::is_none) {
+            live -= 1;
+        }
+        let still = &v.live[..live];
+        for member in v.pending.union(&v.active) {
+            let Ok(irq) = self.state(vcpu, member) else {
+                return Ok(None);
+            };
+            let held = still.iter().flatten().find(|e| e.intid == member);
+            let wanted = irq.active || self.deliverable(irq);
+            match held {
+                // In a list register that still holds it, carrying what the model has, and
+                // not a level line sampled again at its EOI (`fold` would change it).
+                Some(entry)
+                    if member != intid
+                        && (entry.carries_pending || !irq.pending())
+                        && !(irq.trigger == Trigger::Level && irq.hw.is_none()) => {}
+                // Neither in a list register nor a candidate for one.
+                None if !wanted && member != intid => {}
+                _ => return Ok(None),
+            }
+        }
+        let slot = (0..count.min(MAX_LIST_REGISTERS))
+            .find(|&n| free & (1 << n) != 0 && still.get(n).is_none_or(Option::is_none));
+        let Some(slot) = slot else {
+            return Ok(None);
+        };
+        let mut candidate = *self.state(vcpu, intid)?;
+        candidate.pending_latch = true;
+        if !self.deliverable(&candidate) {
+            return Ok(None);
+        }
+        self.update(vcpu, intid, |irq| irq.pending_latch = true)?;
+        let (lr, entry) = self.list_register(intid, self.state(vcpu, intid)?);
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        if let Some(place) = v.live.get_mut(slot) {
+            *place = Some(entry);
+        }
+        v.live_count = live.max(slot + 1);
+        Ok(Some((slot, lr.encode())))
     }
 
     /// Whether `vcpu` has an interrupt to take (to wake it from WFI). The guest's own masks

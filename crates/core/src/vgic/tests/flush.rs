@@ -9,7 +9,7 @@ use std::vec::Vec;
 const LRS: usize = 4;
 
 /// One vCPU, 64 SPIs, Group 1 enabled, every interrupt Group 1 and enabled, priority 0xa0.
-fn ready() -> Vgic {
+pub(super) fn ready() -> Vgic {
     let mut v = super::vgic();
     super::dist_write(&mut v, 0x0, 0x2);
     for n in 0..2 {
@@ -31,7 +31,7 @@ fn enter(v: &mut Vgic, lrs: &mut [u64]) -> LrFlush {
     flush
 }
 
-fn set_priority(v: &mut Vgic, intid: u32, priority: u8) {
+pub(super) fn set_priority(v: &mut Vgic, intid: u32, priority: u8) {
     use crate::devices::{AccessSize, MmioDevice};
     v.distributor()
         .write(0x400 + u64::from(intid), AccessSize::Byte, priority.into())
@@ -58,7 +58,7 @@ fn find(lrs: &[u64], intid: u32) -> Option<ListRegister> {
 }
 
 /// The guest acknowledges its highest-priority pending list register.
-fn acknowledge(lrs: &mut [u64]) -> Option<u32> {
+pub(super) fn acknowledge(lrs: &mut [u64]) -> Option<u32> {
     let (slot, lr) = decoded(lrs)
         .into_iter()
         .enumerate()
@@ -73,7 +73,7 @@ fn acknowledge(lrs: &mut [u64]) -> Option<u32> {
 }
 
 /// The guest deactivates `intid` (EOImode 0: priority drop and deactivation).
-fn end_of_interrupt(lrs: &mut [u64], intid: u32) {
+pub(super) fn end_of_interrupt(lrs: &mut [u64], intid: u32) {
     for raw in lrs.iter_mut() {
         let lr = ListRegister::decode(*raw);
         if lr.vintid == intid && lr.state.is_active() {
@@ -84,7 +84,7 @@ fn end_of_interrupt(lrs: &mut [u64], intid: u32) {
 }
 
 /// Whether the maintenance interrupt the hypervisor asked for is now asserted.
-fn maintenance_due(hcr: u64, lrs: &[u64]) -> bool {
+pub(super) fn maintenance_due(hcr: u64, lrs: &[u64]) -> bool {
     let lrs = decoded(lrs);
     let valid = lrs.iter().filter(|lr| lr.state != LrState::Invalid).count();
     let pending = lrs.iter().any(|lr| lr.state.is_pending());

@@ -3,6 +3,7 @@
 
 mod boot;
 mod dist;
+mod fast;
 mod flush;
 mod lr;
 mod property;

@@ -81,6 +81,16 @@ pub fn write_list_register(n: usize, value: u64) {
     for_lr!(n, write);
 }
 
+/// The free list registers, bit n for ICH_LR<n>_EL2 (ICH_ELRSR_EL2; GICH_ELRSR0 on a GICv2):
+/// invalid, and not waiting to signal an EOI maintenance interrupt.
+pub fn empty_list_registers() -> u16 {
+    let bits = match &GIC {
+        Gic::V3(_) => read_sysreg!("s3_4_c12_c11_5"),
+        Gic::V2(gic) => u64::from(gic_hyp_v2::empty_list_registers(gic)),
+    };
+    bits as u16
+}
+
 /// Writes ICH_HCR_EL2 (En and the maintenance-interrupt enables).
 pub fn set_hcr(value: u64) {
     match &GIC {

@@ -1,5 +1,5 @@
 //! The GICv2 virtual interface control registers (GICH_*, Arm IHI 0048B 5.3), memory-mapped
-//! at the board's GICH frame: list registers, GICH_HCR, GICH_VMCR, GICH_APR and GICH_VTR.
+//! at the board's GICH frame: list registers, GICH_ELRSR0, GICH_HCR, GICH_VMCR, GICH_APR and GICH_VTR.
 //!
 //! `gic_hyp.rs` calls this for a GICv2 board and translates list registers between the
 //! model's ICH_LR<n>_EL2 form and GICH_LRn's (`partita_core::vgic::{to_v2, from_v2}`); this
@@ -14,6 +14,7 @@ const GICH_VTR: u64 = 0x004;
 const GICH_VMCR: u64 = 0x008;
 const GICH_APR: u64 = 0x0f0;
 const GICH_LR: u64 = 0x100;
+const GICH_ELRSR0: u64 = 0x030;
 
 fn read32(gic: &GicV2, offset: u64) -> u32 {
     // SAFETY: `offset` is one of the registers above inside the board's GICH frame, mapped as
@@ -38,6 +39,11 @@ pub fn read_list_register(gic: &GicV2, n: usize) -> u32 {
 
 pub fn write_list_register(gic: &GicV2, n: usize, value: u32) {
     write32(gic, GICH_LR + 4 * n as u64, value);
+}
+
+/// GICH_ELRSR0: bit n set when list register n is free.
+pub fn empty_list_registers(gic: &GicV2) -> u32 {
+    read32(gic, GICH_ELRSR0)
 }
 
 pub fn set_hcr(gic: &GicV2, value: u32) {
