@@ -160,25 +160,34 @@ impl VirtualGic {
     /// A physical occurrence of an interrupt forwarded to this vCPU (its PPIs) or to the VM
     /// (an SPI, which the model routes).
     pub fn inject(&mut self, model: &mut Vgic, intid: u32) {
-        if !self.stale && !self.parked {
-            // Loaded: the one interrupt may go straight into a free list register.
-            let free = gic_hyp::empty_list_registers();
-            match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
-                Ok(Some((slot, value))) => {
-                    if let Some(lr) = self.lrs.get_mut(slot) {
-                        *lr = value;
-                    }
-                    gic_hyp::write_list_register(slot, value);
-                    self.loaded |= 1 << slot;
-                    return;
-                }
-                Ok(None) => {}
-                Err(e) => panic!("injecting interrupt {intid}: {e:?}"),
-            }
+        if self.inject_loaded(model, intid) {
+            return;
         }
         self.sync(model);
         if let Err(e) = model.inject(self.vcpu, intid) {
             panic!("injecting interrupt {intid}: {e:?}");
+        }
+    }
+
+    /// The short injection (`Vgic::inject_loaded`): while the list registers are loaded,
+    /// `intid` goes straight into a free one when the model allows it. True when it did
+    /// (the list registers stay loaded, `before_entry` has nothing to do).
+    fn inject_loaded(&mut self, model: &mut Vgic, intid: u32) -> bool {
+        if self.stale || self.parked {
+            return false;
+        }
+        let free = gic_hyp::empty_list_registers();
+        match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
+            Ok(Some((slot, value))) => {
+                if let Some(lr) = self.lrs.get_mut(slot) {
+                    *lr = value;
+                }
+                gic_hyp::write_list_register(slot, value);
+                self.loaded |= 1 << slot;
+                true
+            }
+            Ok(None) => false,
+            Err(e) => panic!("injecting interrupt {intid}: {e:?}"),
         }
     }
 
@@ -199,8 +208,16 @@ impl VirtualGic {
     /// A trapped ICC_SGI1R_EL1 write from the vCPU. Targets the VM does not have are
     /// dropped, as the GIC drops SGIs to PEs that do not exist.
     pub fn send_sgi(&mut self, model: &mut Vgic, value: u64) {
+        let request = SgiRequest::decode(value);
+        // A self-SGI is an injection into this vCPU, which may take the short one.
+        let only_self = request
+            .targets(self.vcpu, model.vcpu_count())
+            .is_only(self.vcpu);
+        if only_self && self.inject_loaded(model, u32::from(request.intid)) {
+            return;
+        }
         self.sync(model);
-        let _ = model.send_sgi(self.vcpu, SgiRequest::decode(value));
+        let _ = model.send_sgi(self.vcpu, request);
     }
 
     /// Whether the vCPU has an interrupt to take (wakes it from WFI).

@@ -161,6 +161,11 @@ impl SgiTargets {
         vcpu < 64 && self.0 & (1 << vcpu) != 0
     }
 
+    /// Whether the set is `vcpu` alone.
+    pub fn is_only(&self, vcpu: usize) -> bool {
+        1u64.checked_shl(vcpu as u32) == Some(self.0)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0 == 0
     }

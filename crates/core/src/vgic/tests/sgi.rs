@@ -36,6 +36,7 @@ fn uniprocessor_sgi_to_self() {
         .send_sgi(0, SgiRequest::decode(sgi1r(1, 0, 0, 0b1)))
         .unwrap();
     assert_eq!(targets.iter().collect::<Vec<_>>(), [0]);
+    assert!(targets.is_only(0) && !targets.is_only(1) && !targets.is_only(64));
     assert!(v.irq(0, 1).unwrap().pending());
     assert!(!v.irq(0, 2).unwrap().pending());
 }
