@@ -725,6 +725,14 @@ impl Vm {
         self.vgic.has_deliverable(&mut hw.vgic)
     }
 
+    /// The loaded vCPU blocks in WFI with nothing to take: its list registers are chosen
+    /// again now, while the CPU goes idle, so that the interrupt that wakes it takes the
+    /// short injection and its entry finds them loaded (no fold or choice on the wake).
+    pub fn load_for_wake(&mut self) {
+        let mut hw = self.shared.hw.lock();
+        self.vgic.before_entry(&mut hw.vgic);
+    }
+
     /// The maintenance interrupt fired for this (loaded) vCPU.
     pub fn maintenance(&mut self) {
         let mut hw = self.shared.hw.lock();

@@ -307,6 +307,7 @@ impl CpuScheduler {
         if vm.has_deliverable() {
             return false;
         }
+        vm.load_for_wake();
         let _ = self.queue.block(vcpu_of(vm), None);
         true
     }
