@@ -75,6 +75,8 @@ pub struct VirtualGic {
     /// `lrs` holds what the list registers held when the vCPU left the CPU, not yet folded
     /// into the model (`unload` takes no lock; the next `sync` folds them).
     parked: bool,
+    /// The maintenance enables of the last choice (`Vgic::flush_in_place`), for ICH_HCR_EL2.
+    hcr: u64,
 }
 
 impl VirtualGic {
@@ -94,6 +96,7 @@ impl VirtualGic {
             loaded: u16::MAX,
             stale: true,
             parked: false,
+            hcr: 0,
         }
     }
 
@@ -271,16 +274,22 @@ impl VirtualGic {
             return;
         }
         self.stale = false;
+        if core::mem::take(&mut self.parked) && model.unchanged_since_choice(self.vcpu) {
+            // Switched in again and nothing changed in the model since the vCPU left: its
+            // list registers go back as it left them, still the model's live ones.
+            self.load_list_registers();
+            gic_hyp::set_hcr(ICH_HCR_EN | self.hcr);
+            return;
+        }
         // Parked list-register values are folded by the flush itself: it syncs what `lrs`
         // holds for the entries the model still has live.
-        self.parked = false;
         let lrs = &mut self.lrs[..self.list_registers];
-        let hcr = match model.flush_in_place(self.vcpu, lrs) {
+        self.hcr = match model.flush_in_place(self.vcpu, lrs) {
             Ok(hcr) => hcr,
             Err(e) => panic!("virtual GIC flush: {e:?}"),
         };
         self.load_list_registers();
-        gic_hyp::set_hcr(ICH_HCR_EN | hcr);
+        gic_hyp::set_hcr(ICH_HCR_EN | self.hcr);
     }
 
     /// Writes `lrs` to the list registers, skipping those that hold 0 and stay 0.

@@ -223,8 +223,10 @@ impl Vgic {
             }
             carries_pending |= entry.carries_pending;
         }
+        let epoch = self.epoch;
         if let Some(v) = self.vcpus.get_mut(vcpu) {
             v.live_count = chosen;
+            v.chosen_at = epoch;
         }
         Ok(if overflow {
             maintenance_request(carries_pending, count)
@@ -325,7 +327,20 @@ impl Vgic {
             *place = Some(entry);
         }
         v.live_count = live.max(slot + 1);
+        v.chosen_at = self.epoch;
         Ok(Some((slot, lr.encode())))
+    }
+
+    /// Whether nothing in the model changed since `vcpu`'s list registers were last chosen
+    /// or given an interrupt: their values then, and whatever the guest made of them since,
+    /// may be loaded again as they are, with the ICH_HCR_EL2 maintenance enables of that
+    /// choice, instead of being folded and chosen again (the vCPU is switched in again
+    /// with its list registers as it left them, as if it had never left). Any change, even
+    /// one that leaves this vCPU's interrupts alone, answers false.
+    pub fn unchanged_since_choice(&self, vcpu: usize) -> bool {
+        self.vcpus
+            .get(vcpu)
+            .is_some_and(|v| v.chosen_at == self.epoch)
     }
 
     /// Whether `vcpu` has an interrupt to take (to wake it from WFI). The guest's own masks

@@ -301,6 +301,7 @@ impl MmioDevice for DistributorV2Mmio<'_> {
 impl Vgic {
     /// The GICv2 distributor as vCPU `vcpu` sees it.
     pub fn distributor_v2(&mut self, vcpu: usize) -> DistributorV2Mmio<'_> {
+        self.epoch += 1;
         DistributorV2Mmio::new(self, vcpu)
     }
 

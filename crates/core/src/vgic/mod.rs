@@ -114,6 +114,9 @@ struct VcpuIrqs {
     /// `Vgic::refresh` after every change, so list registers are chosen from these alone.
     pending: IntidSet,
     active: IntidSet,
+    /// `Vgic::epoch` when the list registers were last chosen (`flush_in_place`) or given
+    /// an interrupt (`inject_loaded`).
+    chosen_at: u64,
 }
 
 impl VcpuIrqs {
@@ -129,6 +132,7 @@ impl VcpuIrqs {
             live_count: 0,
             pending: IntidSet::default(),
             active: IntidSet::default(),
+            chosen_at: u64::MAX,
         }
     }
 
@@ -157,6 +161,10 @@ pub struct Vgic {
     /// Bit n: vCPU n's interrupts changed since `take_touched` (the hypervisor kicks a vCPU
     /// on another CPU so that it looks again).
     touched: u64,
+    /// Counts the changes that may touch any interrupt's state or configuration: every
+    /// `update` and `refresh`, and every distributor or redistributor access (read or
+    /// write, counted when the MMIO handle is made).
+    epoch: u64,
 }
 
 impl Vgic {
@@ -174,6 +182,7 @@ impl Vgic {
             routes: alloc::vec![0; spis as usize],
             vcpus: (0..vcpus).map(|_| VcpuIrqs::new()).collect(),
             touched: 0,
+            epoch: 0,
         })
     }
 
@@ -187,12 +196,14 @@ impl Vgic {
 
     /// The emulated distributor (GICD_*, one 64 KiB frame) as an MMIO device.
     pub fn distributor(&mut self) -> DistributorMmio<'_> {
+        self.epoch += 1;
         DistributorMmio::new(self)
     }
 
     /// The emulated redistributors (GICR_*, `REDISTRIBUTOR_STRIDE` bytes per vCPU, in vCPU
     /// order) as one MMIO device.
     pub fn redistributors(&mut self) -> RedistributorMmio<'_> {
+        self.epoch += 1;
         RedistributorMmio::new(self)
     }
 
@@ -220,6 +231,7 @@ impl Vgic {
         intid: u32,
         change: impl FnOnce(&mut IrqState) -> R,
     ) -> Result<R, VgicError> {
+        self.epoch += 1;
         let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
         if intid < PRIVATE_IRQS {
             // The common case (timer PPI, SGIs) without a second lookup.
@@ -248,6 +260,7 @@ impl Vgic {
     /// route names no vCPU). Anything that changes an interrupt's state, trigger, HW link
     /// or route calls this.
     pub(crate) fn refresh(&mut self, vcpu: usize, intid: u32) {
+        self.epoch += 1;
         let owner = if intid < PRIVATE_IRQS {
             Some(vcpu)
         } else {

@@ -175,3 +175,42 @@ fn a_queued_interrupt_sends_the_injection_to_the_general_path() {
         "a fifth interrupt waits in the model"
     );
 }
+
+#[test]
+fn list_registers_may_go_back_as_they_were_only_while_nothing_changed() {
+    let mut s = System::new();
+    s.general(|v| v.inject(0, TIMER).unwrap());
+    assert!(s.vgic.unchanged_since_choice(0), "just chosen");
+    // The guest's own progress is in the list registers, not the model.
+    acknowledge(&mut s.lrs);
+    end_of_interrupt(&mut s.lrs, TIMER);
+    assert!(s.vgic.unchanged_since_choice(0), "the guest ran");
+    assert!(s.inject_short(TIMER));
+    assert!(
+        s.vgic.unchanged_since_choice(0),
+        "the short injection is a choice"
+    );
+    let changes: [&dyn Fn(&mut Vgic); 6] = [
+        &|v| v.inject(0, EDGE_SPI).unwrap(),
+        &|v| v.set_level(0, LEVEL_SPI, true).unwrap(),
+        &|v| {
+            super::dist_read(v, 0x0);
+        },
+        &|v| {
+            super::redist_read(v, 0x14);
+        },
+        &|v| {
+            let lrs = [0u64; LRS];
+            v.sync(0, &lrs).unwrap();
+        },
+        &|v| {
+            v.send_sgi(0, crate::vgic::SgiRequest::decode(1 << 24 | 1))
+                .unwrap();
+        },
+    ];
+    for (n, change) in changes.iter().enumerate() {
+        let mut v = s.vgic.clone();
+        change(&mut v);
+        assert!(!v.unchanged_since_choice(0), "change {n} went unnoticed");
+    }
+}
