@@ -141,6 +141,11 @@ impl CpuScheduler {
                 *requested = true;
             }
         }
+        // The loaded vCPU (blocked) keeps the CPU while it idles: its list registers are
+        // chosen now, so that the interrupt that wakes it takes the short injection.
+        if let Some(at) = self.loaded_position() {
+            self.vms[at].load_for_wake();
+        }
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
         counters::idle_begin();
         aarch64_cpu::asm::wfi();
@@ -307,7 +312,6 @@ impl CpuScheduler {
         if vm.has_deliverable() {
             return false;
         }
-        vm.load_for_wake();
         let _ = self.queue.block(vcpu_of(vm), None);
         true
     }
