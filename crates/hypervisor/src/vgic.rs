@@ -7,9 +7,12 @@
 //! hypercalls): reading, folding and choosing them again is work the hot paths (an exit for
 //! a UART access, say) need not do. Whatever reads or changes the model first folds the live
 //! list registers into it (`sync`) and marks them stale; `before_entry` then lets the model
-//! choose them again and requests a maintenance interrupt when interrupts wait for room. A
-//! maintenance interrupt disables the virtual CPU interface until that refill (it would
-//! otherwise stay asserted at EL2). The guest's distributor and redistributor accesses trap
+//! choose them again and requests a maintenance interrupt when interrupts wait for room. Two
+//! short cuts keep the model the truth without that work: an injection into loaded list
+//! registers may go straight into a free one (`Vgic::inject_loaded`), and a vCPU switched
+//! in again with nothing changed in the model gets its parked values back
+//! (`Vgic::unchanged_since_choice`). A maintenance interrupt disables the virtual CPU
+//! interface until that refill (it would otherwise stay asserted at EL2). The guest's distributor and redistributor accesses trap
 //! (their windows are not in stage 2) and are emulated by the model.
 //!
 //! Several vCPUs: a change one vCPU's CPU makes to another vCPU's interrupts (an SGI, an SPI

@@ -19,7 +19,9 @@
 //! calls `Vgic::flush`, writes every value of `LrFlush::values` to ICH_LR<n>_EL2 and ORs
 //! `LrFlush::hcr` into ICH_HCR_EL2 (or, without copies, `Vgic::flush_in_place` on its own array
 //! of list-register values). A maintenance interrupt only means "exit, so that sync and flush
-//! run".
+//! run". Two short cuts skip that round trip when it would change nothing: `Vgic::inject_loaded`
+//! (one interrupt into a free list register of a loaded vCPU) and
+//! `Vgic::unchanged_since_choice` (list registers loaded back as they were).
 //!
 //! Every change to an interrupt's state goes through `Vgic::update` (or a bank write followed by
 //! `Vgic::refresh`), which keeps each vCPU's pending and active sets equal to the per-interrupt
