@@ -23,6 +23,7 @@ mod hypercall;
 mod inject;
 mod input;
 mod ivc;
+mod lock;
 mod memory;
 mod migrate;
 mod panic;
