@@ -374,6 +374,22 @@ const OFDM: &[Expect] = &[
     Expect::NoLine(PANIC),
 ];
 
+/// The fabric's hostile probes beside the RTOS's OFDM tasks (configs/tests/hostile-fabric.toml):
+/// every probe held (interfaces not its own abort, DMA outside the VM is refused), and
+/// FreeRTOS got every result right without a miss.
+const HOSTILE_FABRIC: &[Expect] = &[
+    Expect::Line("[prober] hostile: done, 2 probes, 0 breaches"),
+    Expect::NoLine("[prober] hostile: probe * BREACH *"),
+    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=12 frames=12 ok=12 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=12 frames=12 ok=12 bad=0 *"),
+    Expect::Line("[rtos] ofdm: done; rt: samples=* misses=0"),
+    Expect::NoLine("[partita] fabric: * refused=0 *"),
+    Expect::Line("[partita] fabric: frame_worst_ns=* rtos_alloc_worst_ns=* within=true"),
+    Expect::Line("[partita] all VMs powered off"),
+    Expect::NoLine("[partita] vm *: fault*"),
+    Expect::NoLine(PANIC),
+];
+
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "probe-cortex-a72",
@@ -975,6 +991,16 @@ pub const SCENARIOS: &[Scenario] = &[
         end: End::Exit(0),
         timeout_secs: 300,
         expect: OFDM,
+    },
+    Scenario {
+        name: "hostile-fabric",
+        boot: Boot::Partita("configs/tests/hostile-fabric.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 300,
+        expect: HOSTILE_FABRIC,
     },
     Scenario {
         name: "console",

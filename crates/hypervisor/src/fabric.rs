@@ -25,7 +25,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::lock::Mutex;
+use crate::lock::{Mutex, MutexGuard};
 use partita_core::accel::functions::Function;
 use partita_core::accel::interface::{int_ctrl, reg, stat, Context, Signal, SEALED_LEN};
 use partita_core::accel::job::{Job, Registers};
@@ -659,6 +659,19 @@ impl Beat {
     }
 }
 
+/// The manager's lock, taken on the fabric CPU: while another CPU holds it, the beat is kept
+/// (else a VM CPU that spins in its guest could keep its turn until some far deadline, and
+/// the holder waiting behind it with the lock).
+fn lock_keeping<'a>(f: &'a Fabric, beat: &mut Beat) -> MutexGuard<'a, State> {
+    loop {
+        if let Some(guard) = f.state.try_lock() {
+            return guard;
+        }
+        beat.keep();
+        crate::lock::yield_cpu();
+    }
+}
+
 /// `ns` of virtual time in counter ticks at `frequency`, rounded up.
 fn ticks_of(ns: u64, frequency: u64) -> u64 {
     (u128::from(ns) * u128::from(frequency)).div_ceil(1_000_000_000) as u64
@@ -682,7 +695,7 @@ pub fn run(board: &partita_core::board::Board) -> ! {
         let mut next: Option<u64> = None;
         let mut due = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         {
-            let mut st = f.state.lock();
+            let mut st = lock_keeping(f, &mut beat);
             let mut out = Actions::new();
             if st.manager.next_expiry().is_some_and(|t| t <= now) {
                 st.manager.expire(now, &mut out);
@@ -833,7 +846,7 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8], beat: &mut
         hw.computed = Some(computed);
         return false;
     }
-    let mut st = f.state.lock();
+    let mut st = lock_keeping(f, beat);
     if st.regions[usize::from(prr)].running != Some((vm, dev))
         || st.regions[usize::from(prr)].dropped
     {

@@ -22,5 +22,5 @@ pub fn yield_cpu() {
     unsafe { core::arch::asm!("yield", options(nomem, nostack)) };
 }
 
-pub type Mutex<T> = spin::mutex::Mutex<T, Yield>;
-pub type MutexGuard<'a, T> = spin::mutex::MutexGuard<'a, T, Yield>;
+pub type Mutex<T> = spin::mutex::SpinMutex<T, Yield>;
+pub type MutexGuard<'a, T> = spin::mutex::SpinMutexGuard<'a, T, Yield>;
