@@ -10,7 +10,7 @@
 //! frame by frame, stops at a consistency point when the manager preempts the task, saves its
 //! sealed context, and loads bitstreams for as long as the time model says. Between pieces of
 //! work it waits in WFI on its EL2 timer, never spinning, and it keeps that timer armed at
-//! most `BEAT_NS` ahead (`Beat`), so under QEMU's round robin no CPU's turn outlasts a beat;
+//! most a beat ahead (`beat`), so under QEMU's round robin no CPU's turn outlasts a beat;
 //! no VM CPU ever computes a frame.
 //!
 //! A VM that writes an unconnected page in the native model waits like WFI (the trap
@@ -25,7 +25,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::lock::{Mutex, MutexGuard};
+use crate::lock::Mutex;
 use partita_core::accel::functions::Function;
 use partita_core::accel::interface::{int_ctrl, reg, stat, Context, Signal, SEALED_LEN};
 use partita_core::accel::job::{Job, Registers};
@@ -39,18 +39,12 @@ use spin::Once;
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::stage2::{InterfacePte, Stage2Map};
 use crate::arch::aarch64::{gic, timer};
+use crate::beat;
 use crate::memory;
 use crate::println;
 
 /// The SGI that tells a CPU an accelerator interrupt is due for one of its VMs.
 pub const FABRIC_SGI: u32 = 3;
-
-/// The fabric CPU keeps its EL2 timer armed at most this far ahead (ns of virtual time).
-/// Under QEMU 7.2's `-icount` round robin a CPU's turn ends at the next timer deadline of
-/// any CPU, so this bounds every turn, and with it how long the RTOS's CPU can wait for the
-/// others after its tick re-arm ended its own turn (`docs/accelerators.md`). On hardware it
-/// only sets how soon the fabric notices a START (its poll period).
-const BEAT_NS: u64 = 5_000;
 
 /// Bytes of the largest output frame (FFT-1024: 5 blocks of 1,024 symbols).
 const MAX_OUTPUT_FRAME: usize = 5 * 1024 * 4;
@@ -608,94 +602,25 @@ struct Hardware {
     computed: Option<Computed>,
 }
 
-/// The fabric CPU's EL2 timer: always armed, at most `BEAT_NS` ahead, so the fabric never
-/// holds QEMU's round robin for longer (`BEAT_NS`), and its wake-up from WFI.
-struct Beat {
-    /// The compare value armed (counter ticks).
-    armed: u64,
-    period: u64,
-    frequency: u64,
-}
-
-impl Beat {
-    fn new() -> Beat {
-        let frequency = timer::frequency().max(1);
-        Beat {
-            armed: 0,
-            period: ticks_of(BEAT_NS, frequency).max(1),
-            frequency,
-        }
-    }
-
-    /// Re-arms the timer a beat ahead once it is due. Arming the earliest deadline ends this
-    /// CPU's turn under QEMU's round robin: the other CPUs run until it.
-    fn keep(&mut self) {
-        let now = timer::now();
-        if now >= self.armed {
-            self.arm(now + self.period);
-        }
-    }
-
-    fn arm(&mut self, at: u64) {
-        self.armed = at;
-        timer::arm_hyp_timer(Some(at));
-    }
-
-    /// Waits in WFI until virtual time `event` (ns) or a beat from now, whichever is first:
-    /// the CPU executes nothing meanwhile (QEMU halts it).
-    fn wait(&mut self, event: Option<u64>) {
-        let now = timer::now();
-        let mut at = now + self.period;
-        if let Some(event) = event {
-            at = at.min(ticks_of(event, self.frequency));
-        }
-        if at <= now {
-            return;
-        }
-        self.arm(at);
-        // Interrupts stay masked at EL2 on this CPU: the timer's PPI only ends the WFI, and
-        // re-arming the timer withdraws it (it is level-sensitive).
-        aarch64_cpu::asm::wfi();
-    }
-}
-
-/// The manager's lock, taken on the fabric CPU: while another CPU holds it, the beat is kept
-/// (else a VM CPU that spins in its guest could keep its turn until some far deadline, and
-/// the holder waiting behind it with the lock).
-fn lock_keeping<'a>(f: &'a Fabric, beat: &mut Beat) -> MutexGuard<'a, State> {
-    loop {
-        if let Some(guard) = f.state.try_lock() {
-            return guard;
-        }
-        beat.keep();
-        crate::lock::yield_cpu();
-    }
-}
-
-/// `ns` of virtual time in counter ticks at `frequency`, rounded up.
-fn ticks_of(ns: u64, frequency: u64) -> u64 {
-    (u128::from(ns) * u128::from(frequency)).div_ceil(1_000_000_000) as u64
-}
-
 /// The programmable logic: the fabric CPU's loop, forever.
 pub fn run(board: &partita_core::board::Board) -> ! {
     let Some(f) = get() else {
         panic!("fabric: no fabric configured")
     };
     gic::enable(board, board.timer_hyp_irq);
+    beat::start();
     let n = f.state.lock().regions.len();
     let mut hw: Vec<Hardware> = (0..n).map(|_| Hardware::default()).collect();
     let mut buffer = vec![0u8; MAX_OUTPUT_FRAME];
-    let mut beat = Beat::new();
     let mut turn = 0usize;
     loop {
-        beat.keep();
+        beat::keep();
         let now = now_ns();
         // The earliest time something is due here: a load, a hold's expiry, a frame's end.
         let mut next: Option<u64> = None;
         let mut due = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         {
-            let mut st = lock_keeping(f, &mut beat);
+            let mut st = f.state.lock();
             let mut out = Actions::new();
             if st.manager.next_expiry().is_some_and(|t| t <= now) {
                 st.manager.expire(now, &mut out);
@@ -740,7 +665,7 @@ pub fn run(board: &partita_core::board::Board) -> ! {
         let mut worked = false;
         for k in 0..n {
             let p = (turn + k) % n;
-            if hw[p].job.is_some() && step(f, p as PrrId, &mut hw[p], &mut buffer, &mut beat) {
+            if hw[p].job.is_some() && step(f, p as PrrId, &mut hw[p], &mut buffer) {
                 turn = p + 1;
                 worked = true;
                 break;
@@ -752,7 +677,7 @@ pub fn run(board: &partita_core::board::Board) -> ! {
                     due(c.due);
                 }
             }
-            beat.wait(next);
+            beat::wait(next);
         }
     }
 }
@@ -815,7 +740,7 @@ fn start_if_asked(f: &Fabric, st: &mut State, prr: PrrId, now: u64, hw: &mut Har
 /// Advances region `prr`'s task: computes its next frame, or commits the computed one once
 /// the time model says the frame is over (a consistency point). False when there was
 /// nothing to do yet (the computed frame is not due).
-fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8], beat: &mut Beat) -> bool {
+fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
     let Some((vm, dev, mut job)) = hw.job else {
         return false;
     };
@@ -830,7 +755,7 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8], beat: &mut
         let input =
             unsafe { core::slice::from_raw_parts(frame.input as *const u8, frame.input_len) };
         let output = &mut buffer[..frame.output_len];
-        let mut paced = || beat.keep();
+        let mut paced = beat::keep;
         if function.frame_paced(input, output, &mut paced).is_err() {
             hw.job = None;
             return true;
@@ -846,7 +771,7 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8], beat: &mut
         hw.computed = Some(computed);
         return false;
     }
-    let mut st = lock_keeping(f, beat);
+    let mut st = f.state.lock();
     if st.regions[usize::from(prr)].running != Some((vm, dev))
         || st.regions[usize::from(prr)].dropped
     {

@@ -12,6 +12,9 @@ pub struct Yield;
 
 impl spin::RelaxStrategy for Yield {
     fn relax() {
+        // The fabric CPU keeps its beat while it waits: its turns must stay short even when
+        // the holder's turn comes only after some far deadline.
+        crate::beat::keep_if_fabric();
         yield_cpu();
     }
 }

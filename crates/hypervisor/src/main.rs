@@ -12,6 +12,7 @@
 extern crate alloc;
 
 mod arch;
+mod beat;
 mod board;
 mod console;
 mod counters;
