@@ -13,7 +13,7 @@
 //!   stop the VM as faulted;
 //! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off;
 //! - `hostile`: run the numbered hostile probes (`hostile`), then power off;
-//! - `fabric`: run the fabric's hostile probes (`hostile::FABRIC_PROBES`), then power off;
+//! - `fabric`: run the fabric's hostile probes (`hostile::fabric::PROBES`), then power off;
 //! - `wreck`: destroy its own vectors and translation tables, so Partita must stop the VM;
 //! - `spin`: loop forever with interrupts masked, never trapping;
 //! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever;

@@ -13,7 +13,7 @@
 mod calls;
 mod console;
 mod devices;
-mod fabric;
+pub mod fabric;
 mod forms;
 mod gic;
 mod ivc;
@@ -140,14 +140,6 @@ pub const PROBES: &[Probe] = &[
     probe("ivc-scribble-ring",       Contained,         ivc::scribble_ring),
 ];
 
-/// The fabric's probes (`mode=fabric`, configs/tests/hostile-fabric.toml), numbered on their
-/// own; docs/accelerators.md lists them.
-#[rustfmt::skip]
-pub const FABRIC_PROBES: &[Probe] = &[
-    probe("if-foreign",              AbortInjected,     fabric::foreign_interfaces),
-    probe("dma-outside-vm",          Ignored,           fabric::dma_outside),
-];
-
 /// Times the whole table runs again, quietly, after the reported pass: the attacks then
 /// last several of FreeRTOS's reporting periods.
 const REPEATS: u32 = 4;
@@ -160,7 +152,7 @@ pub fn run_all(platform: &Platform) -> usize {
 
 /// Runs the fabric's probes once each, prints the summary and returns the breaches.
 pub fn run_fabric(platform: &Platform) -> usize {
-    run_table(platform, FABRIC_PROBES, 0)
+    run_table(platform, fabric::PROBES, 0)
 }
 
 fn run_table(platform: &Platform, probes: &[Probe], repeats: u32) -> usize {
