@@ -725,10 +725,10 @@ impl Vm {
         self.vgic.has_deliverable(&mut hw.vgic)
     }
 
-    /// The loaded vCPU is blocked in WFI and its CPU goes idle: its list registers are
-    /// chosen again now, off the wake-up's path, so that the interrupt that wakes it takes
-    /// the short injection and its entry finds them loaded (no fold or choice on the wake).
-    /// Not when the vCPU blocks: another vCPU may take the CPU then, and this one's list
+    /// The loaded vCPU, its CPU's only one, blocks in WFI: its list registers are chosen
+    /// again now, off the wake-up's path, so that the interrupt that wakes it takes the
+    /// short injection and its entry finds them loaded (no fold or choice on the wake).
+    /// Not on a CPU with other vCPUs: one of them may take the CPU, and this one's list
     /// registers would only be read back and emptied again.
     pub fn load_for_wake(&mut self) {
         let mut hw = self.shared.hw.lock();

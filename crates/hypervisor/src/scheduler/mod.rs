@@ -141,11 +141,6 @@ impl CpuScheduler {
                 *requested = true;
             }
         }
-        // The loaded vCPU (blocked) keeps the CPU while it idles: its list registers are
-        // chosen now, so that the interrupt that wakes it takes the short injection.
-        if let Some(at) = self.loaded_position() {
-            self.vms[at].load_for_wake();
-        }
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
         counters::idle_begin();
         aarch64_cpu::asm::wfi();
@@ -306,11 +301,17 @@ impl CpuScheduler {
     /// keeps running and its PPI wakes it; the deadline joins the run queue (and so the EL2
     /// timer) only when it is switched out.
     fn block(&mut self, at: usize) -> bool {
+        let alone = self.vms.len() == 1;
         let vm = &mut self.vms[at];
         vm.update_interrupt_lines();
         vm.inject_expired_timer();
         if vm.has_deliverable() {
             return false;
+        }
+        // The CPU's only vCPU keeps it while it waits: its list registers are chosen now, so
+        // that the interrupt that wakes it takes the short injection.
+        if alone {
+            vm.load_for_wake();
         }
         let _ = self.queue.block(vcpu_of(vm), None);
         true
