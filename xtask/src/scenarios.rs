@@ -385,6 +385,18 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: CLEAN_PROBE,
     },
     Scenario {
+        // The probe on the GICv2 board: the same checks through the emulated GICv2
+        // distributor and the board's GICV as the CPU interface.
+        name: "probe-zcu102",
+        boot: Boot::Partita("configs/zcu102/probe.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: CLEAN_PROBE,
+    },
+    Scenario {
         name: "probe-smp",
         boot: Boot::Partita("configs/tests/probe-smp.toml"),
         job: None,
@@ -881,8 +893,8 @@ pub const SCENARIOS: &[Scenario] = &[
             Expect::NoLine(PANIC),
         ],
     },
-    // The hostile probe suite (issue 6), on both CPU models and with FreeRTOS owning the
-    // EL1 physical timer: `hostile::report` judges each probe; these lines are the outline.
+    // The hostile probe suite (issue 6), on both CPU models, with FreeRTOS owning the EL1
+    // physical timer, and on the ZCU102: `hostile::report` judges each probe; these lines are the outline.
     // It runs until FreeRTOS has reported three more seconds after the last probe (the
     // spinning VM never stops).
     Scenario {
@@ -910,6 +922,18 @@ pub const SCENARIOS: &[Scenario] = &[
         boot: Boot::Partita("configs/tests/hostile-physical-timer.toml"),
         job: None,
         cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_HOSTILE_DONE,
+        timeout_secs: 300,
+        expect: HOSTILE_OUTLINE,
+    },
+    Scenario {
+        // The suite on the GICv2 board (configs/tests/zcu102-hostile.toml): the GICv2
+        // probes replace the GICv3 ones, FreeRTOS is the GICv2 build.
+        name: crate::hostile::SCENARIO_ZCU102,
+        boot: Boot::Partita("configs/tests/zcu102-hostile.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
         icount: true,
         end: AFTER_HOSTILE_DONE,
         timeout_secs: 300,

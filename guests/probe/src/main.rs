@@ -26,6 +26,7 @@ mod boot;
 mod checks;
 mod console;
 mod exceptions;
+mod gic;
 mod hostile;
 mod mmio;
 mod platform;
@@ -103,6 +104,10 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::ResetLoop => hostile::lifecycle::reset_loop(&platform),
         Mode::Spi => spi::run(&platform),
         Mode::Smp => {
+            if matches!(platform.gic, gic::Gic::V2 { .. }) {
+                println!("probe: smp mode needs a GICv3 (a VM on a GICv2 board has one vCPU)");
+                crash()
+            }
             if smp::run(&platform) {
                 power_off()
             }
