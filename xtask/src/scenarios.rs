@@ -353,6 +353,15 @@ const IVC_DEMO: &[Expect] = &[
     Expect::NoLine(FREERTOS_FAULT),
 ];
 
+/// The `spi` probe VM got its own SPI ten times and not the one it does not own.
+const PROBE_SPI: &[Expect] = &[
+    Expect::Line("[spi] probe: spi 40: 10 of 10 delivered; spi 41 (not owned): not delivered"),
+    Expect::Line("[probe] probe: all * checks passed"),
+    Expect::Line("[partita] vm spi: powered off"),
+    Expect::NoLine(PANIC),
+    Expect::NoLine("[partita] vm spi: fault: *"),
+];
+
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "probe-cortex-a72",
@@ -448,15 +457,19 @@ pub const SCENARIOS: &[Scenario] = &[
         icount: false,
         end: End::Exit(0),
         timeout_secs: 60,
-        expect: &[
-            Expect::Line(
-                "[spi] probe: spi 40: 10 of 10 delivered; spi 41 (not owned): not delivered",
-            ),
-            Expect::Line("[probe] probe: all * checks passed"),
-            Expect::Line("[partita] vm spi: powered off"),
-            Expect::NoLine(PANIC),
-            Expect::NoLine("[partita] vm spi: fault: *"),
-        ],
+        expect: PROBE_SPI,
+    },
+    Scenario {
+        // probe-spi on the ZCU102: the SPI raised in the GIC-400 and forwarded with the HW
+        // bit of a GICv2 list register.
+        name: "zcu102-probe-spi",
+        boot: Boot::Partita("configs/tests/zcu102-probe-spi.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: PROBE_SPI,
     },
     Scenario {
         name: "linux-timer",
@@ -730,6 +743,29 @@ pub const SCENARIOS: &[Scenario] = &[
         boot: Boot::Partita("configs/tests/ivc-exchange-split.toml"),
         job: Some("partita-ivc exchange 10000"),
         cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: IVC_EXCHANGE_SPLIT,
+    },
+    Scenario {
+        // The exchange on the ZCU102: doorbells through the virtual GICv2, FreeRTOS's GICv2
+        // build on the same Cortex-A53 as Linux.
+        name: "zcu102-ivc-exchange",
+        boot: Boot::Partita("configs/tests/zcu102-ivc-exchange.toml"),
+        job: Some("partita-ivc exchange 10000"),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: IVC_EXCHANGE,
+    },
+    Scenario {
+        // Across the ZCU102's CPUs: every doorbell a physical SGI through the GIC-400.
+        name: "zcu102-ivc-exchange-split",
+        boot: Boot::Partita("configs/tests/zcu102-ivc-exchange-split.toml"),
+        job: Some("partita-ivc exchange 10000"),
+        cpu: Cpu::CortexA53,
         icount: true,
         end: AFTER_LINUX_OFF,
         timeout_secs: 600,
