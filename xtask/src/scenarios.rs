@@ -353,6 +353,48 @@ const IVC_DEMO: &[Expect] = &[
     Expect::NoLine(FREERTOS_FAULT),
 ];
 
+/// Linux panicked in its job and, with `on_reset = "fault"`, was stopped.
+const LINUX_PANIC: &[Expect] = &[
+    Expect::Line(LINUX_JOB_START),
+    Expect::Line("[linux] *Kernel panic - not syncing: sysrq triggered crash"),
+    Expect::Line("[partita] vm linux: reset requested; stopped (on_reset = \"fault\")"),
+    Expect::NoLine("[linux] partita: job exit *"),
+    Expect::NoLine(PANIC),
+];
+
+/// Linux's `reboot -f` twice (boot 3 started) while FreeRTOS keeps its deadlines.
+const LINUX_REBOOTED_TWICE: End = End::StopWhen(StopWhen {
+    after: Some("[partita] vm linux: reset (boot 3)"),
+    pattern: FREERTOS_RT,
+    count: 1,
+});
+const LINUX_REBOOTS_BESIDE_FREERTOS: &[Expect] = &[
+    Expect::CountAtLeast(LINUX_JOB_START, 2),
+    Expect::Line("[partita] vm linux: reset (boot 2)"),
+    Expect::CountAtLeast(FREERTOS_RT, 2),
+    Expect::Line("[freertos] hello from FreeRTOS task 1"),
+    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+    Expect::NoLine(FREERTOS_FAULT),
+    Expect::NoLine("[partita] vm freertos: reset*"),
+    Expect::NoLine(PANIC),
+];
+
+/// A probe crashing at every boot, rebuilt 20 times beside FreeRTOS with the same heap.
+const PROBE_RESTARTED_20_TIMES: End = End::StopWhen(StopWhen {
+    after: Some("[partita] vm probe: starting (boot 21, *"),
+    pattern: "[freertos] hello from FreeRTOS task 1",
+    count: 2,
+});
+const PROBE_RESTARTS_BESIDE_FREERTOS: &[Expect] = &[
+    Expect::CountAtLeast(PROBE_RESTARTED, 20),
+    Expect::CountAtLeast("[probe] probe: crashing on purpose", 20),
+    Expect::Steady(PROBE_STARTS, HEAP),
+    Expect::Count("[partita] vm freertos: starting (boot *", 1),
+    Expect::NoLine("[partita] vm probe: fault: *; stopped"),
+    Expect::NoLine(FREERTOS_FAULT),
+    Expect::NoLine(PANIC),
+];
+
 /// The `spi` probe VM got its own SPI ten times and not the one it does not own.
 const PROBE_SPI: &[Expect] = &[
     Expect::Line("[spi] probe: spi 40: 10 of 10 delivered; spi 41 (not owned): not delivered"),
@@ -607,19 +649,35 @@ pub const SCENARIOS: &[Scenario] = &[
         icount: false,
         end: End::Exit(1),
         timeout_secs: 180,
-        expect: &[
-            Expect::Line(LINUX_JOB_START),
-            Expect::Line("[linux] *Kernel panic - not syncing: sysrq triggered crash"),
-            Expect::Line("[partita] vm linux: reset requested; stopped (on_reset = \"fault\")"),
-            Expect::NoLine("[linux] partita: job exit *"),
-            Expect::NoLine(PANIC),
-        ],
+        expect: LINUX_PANIC,
+    },
+    Scenario {
+        // A Linux panic on the ZCU102 (configs/zcu102/linux.toml, `on_reset = "fault"`).
+        name: "zcu102-linux-panic",
+        boot: Boot::Partita("configs/zcu102/linux.toml"),
+        job: Some("echo c > /proc/sysrq-trigger"),
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(1),
+        timeout_secs: 240,
+        expect: LINUX_PANIC,
     },
     Scenario {
         name: "linux-workloads",
         boot: Boot::Partita(LINUX_CONFIG),
         job: Some(WORKLOAD_JOB),
         cpu: Cpu::CortexA72,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 300,
+        expect: WORKLOAD_DONE,
+    },
+    Scenario {
+        // The workloads under Partita on the ZCU102's Cortex-A53 (configs/zcu102/linux.toml).
+        name: "zcu102-linux-workloads",
+        boot: Boot::Partita("configs/zcu102/linux.toml"),
+        job: Some(WORKLOAD_JOB),
+        cpu: Cpu::CortexA53,
         icount: false,
         end: End::Exit(0),
         timeout_secs: 300,
@@ -782,10 +840,33 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: IVC_DEMO,
     },
     Scenario {
+        // The demo on the ZCU102's shipped system (configs/zcu102/default.toml).
+        name: "zcu102-ivc-demo",
+        boot: Boot::Partita("configs/zcu102/default.toml"),
+        job: Some(IVC_DEMO_JOB),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: IVC_DEMO,
+    },
+    Scenario {
         name: "physical-timer-linux-load",
         boot: Boot::Partita("configs/tests/physical-timer.toml"),
         job: Some(SPLIT_LOAD_JOB),
         cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: PHYSICAL_TICK_BESIDE_LINUX,
+    },
+    Scenario {
+        // FreeRTOS's GICv2 build on the EL1 physical timer it owns (PPI 30 through a GICv2
+        // list register with the HW bit), beside Linux on the ZCU102.
+        name: "zcu102-physical-timer-linux-load",
+        boot: Boot::Partita("configs/tests/zcu102-physical-timer.toml"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA53,
         icount: true,
         end: AFTER_LINUX_OFF,
         timeout_secs: 600,
@@ -797,22 +878,21 @@ pub const SCENARIOS: &[Scenario] = &[
         job: Some("reboot -f"),
         cpu: Cpu::CortexA72,
         icount: true,
-        end: End::StopWhen(StopWhen {
-            after: Some("[partita] vm linux: reset (boot 3)"),
-            pattern: FREERTOS_RT,
-            count: 1,
-        }),
+        end: LINUX_REBOOTED_TWICE,
         timeout_secs: 120,
-        expect: &[
-            Expect::CountAtLeast(LINUX_JOB_START, 2),
-            Expect::Line("[partita] vm linux: reset (boot 2)"),
-            Expect::CountAtLeast(FREERTOS_RT, 2),
-            Expect::Line("[freertos] hello from FreeRTOS task 1"),
-            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
-            Expect::NoLine(FREERTOS_FAULT),
-            Expect::NoLine("[partita] vm freertos: reset*"),
-            Expect::NoLine(PANIC),
-        ],
+        expect: LINUX_REBOOTS_BESIDE_FREERTOS,
+    },
+    Scenario {
+        // Linux rebooting beside FreeRTOS on the ZCU102: each reset rebuilds the VM and its
+        // virtual GICv2.
+        name: "zcu102-default-linux-reboot",
+        boot: Boot::Partita("configs/zcu102/default.toml"),
+        job: Some("reboot -f"),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: LINUX_REBOOTED_TWICE,
+        timeout_secs: 120,
+        expect: LINUX_REBOOTS_BESIDE_FREERTOS,
     },
     Scenario {
         name: "split-linux-load",
@@ -913,21 +993,20 @@ pub const SCENARIOS: &[Scenario] = &[
         job: None,
         cpu: Cpu::CortexA72,
         icount: false,
-        end: End::StopWhen(StopWhen {
-            after: Some("[partita] vm probe: starting (boot 21, *"),
-            pattern: "[freertos] hello from FreeRTOS task 1",
-            count: 2,
-        }),
+        end: PROBE_RESTARTED_20_TIMES,
         timeout_secs: 60,
-        expect: &[
-            Expect::CountAtLeast(PROBE_RESTARTED, 20),
-            Expect::CountAtLeast("[probe] probe: crashing on purpose", 20),
-            Expect::Steady(PROBE_STARTS, HEAP),
-            Expect::Count("[partita] vm freertos: starting (boot *", 1),
-            Expect::NoLine("[partita] vm probe: fault: *; stopped"),
-            Expect::NoLine(FREERTOS_FAULT),
-            Expect::NoLine(PANIC),
-        ],
+        expect: PROBE_RESTARTS_BESIDE_FREERTOS,
+    },
+    Scenario {
+        // The same on the ZCU102: each rebuild makes a fresh virtual GICv2.
+        name: "zcu102-probe-crash-restart",
+        boot: Boot::Partita("configs/tests/zcu102-probe-crash-restart.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: PROBE_RESTARTED_20_TIMES,
+        timeout_secs: 60,
+        expect: PROBE_RESTARTS_BESIDE_FREERTOS,
     },
     // The hostile probe suite (issue 6), on both CPU models, with FreeRTOS owning the EL1
     // physical timer, and on the ZCU102: `hostile::report` judges each probe; these lines are the outline.
@@ -1004,6 +1083,17 @@ pub const SCENARIOS: &[Scenario] = &[
             Expect::NoLine("[partita] vm rtos-*: fault*"),
             Expect::NoLine(PANIC),
         ],
+    },
+    Scenario {
+        // The console on the ZCU102: typed input arrives through the Cadence UART.
+        name: "zcu102-console",
+        boot: Boot::Typed("configs/zcu102/default.toml", CONSOLE_SCRIPT),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: &[Expect::NoLine(PANIC)],
     },
     Scenario {
         name: "console",
