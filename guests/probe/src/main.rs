@@ -18,7 +18,8 @@
 //! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever;
 //! - `spi` (with `spi=<n>`): receive a physical SPI of the VM's destination table, and not
 //!   one it does not own (`spi.rs`);
-//! - `smp`: as a VM with two vCPUs, PSCI and SGIs reach its own vCPUs only (`smp.rs`).
+//! - `smp`: as a VM with two vCPUs, PSCI and SGIs reach its own vCPUs only (`smp.rs`; a GICv3
+//!   board only: on a GICv2 one a VM has one vCPU).
 #![no_std]
 #![no_main]
 

@@ -43,10 +43,18 @@ fn header(out: &mut String, results: &Results) {
     } else {
         Mode::Full
     };
-    let samples = format!(
-        "{} samples per row; native and solo take 2000 quick, 100000 full",
-        beside_samples(mode)
-    );
+    let alone = results
+        .records
+        .iter()
+        .any(|r| r.config == "native" || r.config == "solo");
+    let samples = if alone {
+        format!(
+            "{} samples per row; native and solo take 2000 quick, 100000 full",
+            beside_samples(mode)
+        )
+    } else {
+        format!("{} samples per row", beside_samples(mode))
+    };
     // The shared system is the board's (configs/default.toml, or configs/<board>/default.toml
     // with `--board`); split and Xen rows run on qemu-virt only, so say what this run had.
     let shared = p
