@@ -395,6 +395,13 @@ const PROBE_RESTARTS_BESIDE_FREERTOS: &[Expect] = &[
     Expect::NoLine(PANIC),
 ];
 
+/// The probe's smp mode passed and both vCPUs' VM powered off.
+const PROBE_SMP: &[Expect] = &[
+    Expect::Line("[probe] probe: smp: all 5 checks passed"),
+    Expect::NoLine("[probe] FAIL *"),
+    Expect::Line("[partita] all VMs powered off"),
+];
+
 /// The `spi` probe VM got its own SPI ten times and not the one it does not own.
 const PROBE_SPI: &[Expect] = &[
     Expect::Line("[spi] probe: spi 40: 10 of 10 delivered; spi 41 (not owned): not delivered"),
@@ -455,11 +462,18 @@ pub const SCENARIOS: &[Scenario] = &[
         icount: true,
         end: End::Exit(0),
         timeout_secs: 120,
-        expect: &[
-            Expect::Line("[probe] probe: smp: all 5 checks passed"),
-            Expect::NoLine("[probe] FAIL *"),
-            Expect::Line("[partita] all VMs powered off"),
-        ],
+        expect: PROBE_SMP,
+    },
+    Scenario {
+        // The smp mode on a GICv2 board: GICD_SGIR and GICD_ITARGETSR with two vCPUs.
+        name: "zcu102-probe-smp",
+        boot: Boot::Partita("configs/tests/zcu102-probe-smp.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 120,
+        expect: PROBE_SMP,
     },
     Scenario {
         name: "probe-crash",
@@ -916,6 +930,17 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: LINUX_SMP,
     },
     Scenario {
+        // Linux on four vCPUs of the ZCU102: IPIs through GICD_SGIR of the virtual GICv2.
+        name: "zcu102-linux-smp",
+        boot: Boot::Partita("configs/zcu102/linux-smp.toml"),
+        job: Some(SMP_JOB),
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 300,
+        expect: LINUX_SMP,
+    },
+    Scenario {
         name: "mixed-linux-load",
         boot: Boot::Partita("configs/mixed.toml"),
         job: Some(MIXED_LOAD_JOB),
@@ -934,6 +959,17 @@ pub const SCENARIOS: &[Scenario] = &[
         end: AFTER_LINUX_OFF,
         timeout_secs: 600,
         expect: MIXED_MIGRATE_BESIDE_LINUX,
+    },
+    Scenario {
+        // The SPUMONE topology on the ZCU102 (configs/zcu102/mixed.toml).
+        name: "zcu102-mixed-linux-load",
+        boot: Boot::Partita("configs/zcu102/mixed.toml"),
+        job: Some(MIXED_LOAD_JOB),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: MIXED_BESIDE_LINUX,
     },
     Scenario {
         name: "probe-crash-beside-linux",

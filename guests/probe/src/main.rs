@@ -18,8 +18,7 @@
 //! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever;
 //! - `spi` (with `spi=<n>`): receive a physical SPI of the VM's destination table, and not
 //!   one it does not own (`spi.rs`);
-//! - `smp`: as a VM with two vCPUs, PSCI and SGIs reach its own vCPUs only (`smp.rs`; a GICv3
-//!   board only: on a GICv2 one a VM has one vCPU).
+//! - `smp`: as a VM with two vCPUs, PSCI and SGIs reach its own vCPUs only (`smp.rs`).
 #![no_std]
 #![no_main]
 
@@ -105,10 +104,6 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::ResetLoop => hostile::lifecycle::reset_loop(&platform),
         Mode::Spi => spi::run(&platform),
         Mode::Smp => {
-            if matches!(platform.gic, gic::Gic::V2 { .. }) {
-                println!("probe: smp mode needs a GICv3 (a VM on a GICv2 board has one vCPU)");
-                crash()
-            }
             if smp::run(&platform) {
                 power_off()
             }
