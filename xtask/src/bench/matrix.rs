@@ -4,6 +4,8 @@
 //! are listed with the reason (`EXPERIMENTS_NOT_RUN`).
 //! Nothing here starts QEMU or reads output.
 
+use std::path::Path;
+
 use partita_core::board::Platform;
 
 use super::parse::{Parser, SysbenchTest};
@@ -74,6 +76,11 @@ pub enum Boot {
     /// experiments (issue 16: what a chatty RTOS costs Linux, `DEMO_EXPERIMENTS`; issue
     /// 12: Linux's throughput in the SPUMONE topology, `SMP_EXPERIMENTS`).
     BesideDemo(&'static str, &'static [&'static str]),
+    /// A system of the scale axis (issue 12), `scale_config(vms, cpus)`: its FreeRTOS VM
+    /// runs the latency benchmark (`beside_bootargs`) beside Linux's hackbench on every
+    /// CPU, so the report can show an injection's and a vCPU switch's cost against the
+    /// number of VMs and CPUs.
+    Scale { vms: u8, cpus: u8 },
 }
 
 /// The Linux experiments of the `shared-demo` row.
@@ -174,6 +181,14 @@ const fn xen_beside(config: &'static str, load: Load) -> Row {
     }
 }
 
+const fn scale(config: &'static str, vms: u8, cpus: u8) -> Row {
+    Row {
+        config,
+        guest: Guest::FreeRtos,
+        boot: Boot::Scale { vms, cpus },
+    }
+}
+
 const SHARED: &str = "configs/default.toml";
 
 /// `boot` on `platform`: every row on qemu-virt; on another board only the rows beside a
@@ -210,7 +225,7 @@ const SPLIT: &str = "configs/split.toml";
 const MIXED: &str = "configs/mixed.toml";
 const MIXED_MIGRATE: &str = "configs/tests/mixed-migrate.toml";
 
-pub const ROWS: [Row; 29] = [
+pub const ROWS: [Row; 36] = [
     Row {
         config: "native",
         guest: Guest::Linux,
@@ -278,6 +293,13 @@ pub const ROWS: [Row; 29] = [
     beside("mixed-migrate-hackbench", MIXED_MIGRATE, Load::SmpHackbench),
     beside("mixed-stress", MIXED, Load::SmpStress),
     beside("mixed-migrate-stress", MIXED_MIGRATE, Load::SmpStress),
+    scale("scale-2vm-1cpu", 2, 1),
+    scale("scale-3vm-1cpu", 3, 1),
+    scale("scale-4vm-1cpu", 4, 1),
+    scale("scale-2vm-2cpu", 2, 2),
+    scale("scale-2vm-3cpu", 2, 3),
+    scale("scale-2vm-4cpu", 2, 4),
+    scale("scale-4vm-4cpu", 4, 4),
     xen_beside("xen-shared-idle", Load::Idle),
     xen_beside("xen-shared-hackbench", Load::Hackbench),
     xen_beside("xen-shared-stress", Load::Stress),
@@ -320,8 +342,9 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
 /// dom0 alone; `native-smp` and `smp` Linux on four CPUs natively and on four vCPUs
 /// (configs/linux-smp.toml); `mixed` and `mixed-migrate` Linux's throughput beside the
 /// FreeRTOS demo in the SPUMONE topology (configs/mixed.toml) without and with vCPU
-/// migration, `mixed-<load>` and `mixed-migrate-<load>` FreeRTOS's latency there.
-pub const CONFIGS: [&str; 27] = [
+/// migration, `mixed-<load>` and `mixed-migrate-<load>` FreeRTOS's latency there;
+/// `scale-<n>vm-<m>cpu` the scale axis (`scale_config`).
+pub const CONFIGS: [&str; 34] = [
     "native",
     "solo",
     "xen-solo",
@@ -349,6 +372,13 @@ pub const CONFIGS: [&str; 27] = [
     "mixed-migrate-hackbench",
     "mixed-stress",
     "mixed-migrate-stress",
+    "scale-2vm-1cpu",
+    "scale-3vm-1cpu",
+    "scale-4vm-1cpu",
+    "scale-2vm-2cpu",
+    "scale-2vm-3cpu",
+    "scale-2vm-4cpu",
+    "scale-4vm-4cpu",
 ];
 
 /// Each Partita FreeRTOS configuration and its Xen counterpart (the same guest alone, or
@@ -611,6 +641,56 @@ pub fn beside_samples(mode: Mode) -> u32 {
 
 pub const BESIDE_DELAY_MS: u32 = 1_500;
 
+/// The VMs of a scale system in configuration order: the measured FreeRTOS, Linux, and
+/// the FreeRTOS VMs added to reach the row's number of VMs.
+pub const SCALE_VMS: [&str; 4] = ["freertos", "linux", "rtos-3", "rtos-4"];
+
+/// The system of a scale row (issue 12's scale axis), its images at these paths:
+/// - `freertos` (priority 200), the measured VM, on CPU 0;
+/// - `linux` (priority 100) with one vCPU on each of the `cpus` CPUs, running the load;
+/// - `rtos-3`, `rtos-4` (priorities 150, 140) running the FreeRTOS demo, the k-th added
+///   VM on CPU k mod `cpus` (CPU 0 on one CPU, CPUs 1 and 2 on four), as many as make
+///   `vms` VMs.
+pub fn scale_config(vms: u8, cpus: u8, freertos: &Path, linux: &Path, initrd: &Path) -> String {
+    let rtos = |name: &str, priority: u8, cpu: u8| {
+        format!(
+            "[[vm]]\nname = \"{name}\"\nkind = \"rtos\"\npriority = {priority}\n\
+             cpus = [{cpu}]\nmemory = [{{ base = 0x4000_0000, size = \"4M\" }}]\n\
+             image = {{ path = \"{}\", load = 0x4020_0000 }}\n\n{PL011}\n",
+            freertos.display()
+        )
+    };
+    let linux_cpus: Vec<String> = (0..cpus).map(|c| c.to_string()).collect();
+    let mut text = format!(
+        "# The scale system of {vms} VMs on {cpus} CPUs, written by `cargo xtask bench`.\n\n\
+         [board]\nplatform = \"qemu-virt\"\ncpus = {cpus}\nslice_us = 10000\n\n{}\
+         [[vm]]\nname = \"linux\"\nkind = \"gpos\"\ncpus = [{}]\n\
+         memory = [{{ base = 0x4000_0000, size = \"1G\" }}]\nimage = \"{}\"\n\
+         initrd = \"{}\"\nbootargs = \"console=ttyAMA0 nokaslr panic=-1\"\n\n{PL011}\n",
+        rtos(SCALE_VMS[0], 200, 0),
+        linux_cpus.join(", "),
+        linux.display(),
+        initrd.display()
+    );
+    for (k, name) in SCALE_VMS.iter().enumerate().take(usize::from(vms)).skip(2) {
+        let added = k as u8 - 1;
+        text.push_str(&rtos(name, 160 - 10 * added, added % cpus));
+    }
+    text
+}
+
+/// Every VM's emulated console.
+const PL011: &str = "[[vm.device]]\ntype = \"pl011\"\nbase = 0x0900_0000\nirq = 33\n";
+
+/// What Linux runs in a scale system of `cpus` CPUs: hackbench on every vCPU.
+pub fn scale_load(cpus: u8) -> Load {
+    if cpus == 1 {
+        Load::Hackbench
+    } else {
+        Load::SmpHackbench
+    }
+}
+
 /// The Partita system of the solo FreeRTOS row: the guest's documented VM (its README),
 /// alone on CPU 0; `{image}` and `{bootargs}` are filled in by the runner.
 pub const FREERTOS_SOLO: &str = r#"[board]
@@ -711,7 +791,8 @@ mod tests {
 
     #[test]
     fn every_configuration_of_the_matrix_has_its_rows_once() {
-        // FreeRTOS only: beside a Linux load, or alone under Xen (`xen` is Linux alone).
+        // FreeRTOS only: beside a Linux load, or alone under Xen (`xen` is Linux alone), or
+        // on the scale axis.
         let freertos_only = |config: &str| {
             [
                 "shared-",
@@ -720,6 +801,7 @@ mod tests {
                 "mixed-h",
                 "mixed-s",
                 "mixed-migrate-",
+                "scale-",
             ]
             .iter()
             .any(|p| config.starts_with(p))
@@ -853,6 +935,43 @@ mod tests {
             system.config.vms[0].bootargs,
             "bench=all bench.mode=full bench.period_ms=10000"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn every_scale_system_is_a_valid_configuration_of_its_size() {
+        let dir = std::env::temp_dir().join(format!("partita-bench-scale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, [0u8; 4096]).unwrap();
+            path
+        };
+        let (rtos, linux, initrd) = (file("freertos.bin"), file("Image"), file("initrd"));
+        let mut seen = 0;
+        for row in ROWS {
+            let Boot::Scale { vms, cpus } = row.boot else {
+                continue;
+            };
+            seen += 1;
+            assert_eq!(row.config, format!("scale-{vms}vm-{cpus}cpu"));
+            let path = dir.join(format!("{}.toml", row.config));
+            std::fs::write(&path, scale_config(vms, cpus, &rtos, &linux, &initrd)).unwrap();
+            let system = crate::config::load(&path).unwrap();
+            let names: Vec<&str> = system
+                .config
+                .vms
+                .iter()
+                .map(|vm| vm.name.as_str())
+                .collect();
+            assert_eq!(names, SCALE_VMS[..usize::from(vms)]);
+            assert_eq!(system.config.board.cpus, cpus);
+            let linux = &system.config.vms[1];
+            assert_eq!(linux.cpus, (0..cpus).collect::<Vec<u8>>(), "{}", row.config);
+            assert_eq!(system.config.vms[0].cpus, [0]);
+            assert!(CONFIGS.contains(&row.config));
+        }
+        assert_eq!(seen, 7);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

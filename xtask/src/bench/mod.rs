@@ -81,6 +81,7 @@ fn vm_names(boot: &Boot) -> &'static [&'static str] {
         Boot::PartitaFreeRtos => &["freertos"],
         Boot::Partita(_) | Boot::PartitaSmp(_) => &["linux"],
         Boot::Beside { .. } | Boot::BesideDemo(..) => &[runner::BESIDE_RTOS_VM, "linux"],
+        Boot::Scale { vms, .. } => &matrix::SCALE_VMS[..usize::from(*vms)],
         _ => &[],
     }
 }
@@ -218,6 +219,7 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
                 | Boot::Beside { .. }
                 | Boot::XenDomU(_)
                 | Boot::BesideDemo(..)
+                | Boot::Scale { .. }
         )
     }) {
         build::binaries()?;
@@ -225,7 +227,10 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
     let beside = boots.iter().any(|b| {
         matches!(
             b,
-            Boot::Beside { .. } | Boot::BesideDemo(..) | Boot::XenDomU(Some(_))
+            Boot::Beside { .. }
+                | Boot::BesideDemo(..)
+                | Boot::XenDomU(Some(_))
+                | Boot::Scale { .. }
         )
     });
     let linux = measured

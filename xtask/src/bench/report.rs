@@ -1,15 +1,15 @@
 //! `report.md`: the results in the seeds' table shapes — a native-vs-virtualized summary
 //! shaped like Kim & Choi's Table 1, the seL4 VMM paper's overhead table for the Linux
 //! experiments, Ker-ONE's Thread-Metric table with R_P when those scores exist, Partita's
-//! own figures (exits by cause, EL2 time, hot paths) — then what was not measured and why,
+//! own figures (exits by cause, EL2 time, hot paths, and their scale axis) — then what was not measured and why,
 //! the plots and the provenance. It only formats `Results`.
 
 use std::fmt::Write;
 
 use super::formula::{overhead, performance_ratio};
 use super::matrix::{
-    beside_samples, Headline, Mode, BESIDE_DELAY_MS, CONFIGS, IVC_HEADLINES, LINUX_HEADLINES,
-    RTOS_HEADLINES,
+    beside_samples, Boot, Headline, Mode, BESIDE_DELAY_MS, CONFIGS, IVC_HEADLINES, LINUX_HEADLINES,
+    ROWS, RTOS_HEADLINES,
 };
 use super::record::{Record, Results};
 
@@ -22,6 +22,7 @@ pub fn render(results: &Results, plots: &[String]) -> String {
     thread_metric(&mut out, results);
     inter_vm(&mut out, results);
     hypervisor(&mut out, results);
+    scale(&mut out, results);
     not_measured(&mut out, results);
     plot_list(&mut out, plots);
     provenance(&mut out, results);
@@ -403,6 +404,82 @@ fn hypervisor(out: &mut String, results: &Results) {
     out.push('\n');
 }
 
+/// The scale axis's columns: (VM, hot path).
+const SCALE_COLUMNS: [(&str, &str); 5] = [
+    ("freertos", "injection"),
+    ("freertos", "switch"),
+    ("linux", "injection"),
+    ("linux", "switch"),
+    ("linux", "kick"),
+];
+
+/// The hot paths against the number of VMs and CPUs (the `scale-*` rows), and the spread
+/// of each path's minimum over them.
+fn scale(out: &mut String, results: &Results) {
+    let rows: Vec<(&str, u8, u8)> = ROWS
+        .iter()
+        .filter_map(|row| match row.boot {
+            Boot::Scale { vms, cpus } => Some((row.config, vms, cpus)),
+            _ => None,
+        })
+        .filter(|(config, ..)| results.records.iter().any(|r| r.config == *config))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Scale axis\n\nThe hot paths as the system grows (issue 12): FreeRTOS (priority 200) \
+         runs its latency benchmark on CPU 0 beside Linux's hackbench on one vCPU per CPU, \
+         and FreeRTOS VMs running the demo are added on CPUs 0, 1, 2 \
+         (`matrix::scale_config`). ns = instructions, min / mean (samples); \"kick\" is the \
+         receiving end of a cross-CPU injection. With several CPUs, QEMU runs them in turn \
+         on one clock (`-icount`), so a sample that spans a change of turn also counts the \
+         other CPUs' instructions: there the means are QEMU's, and the minima compare.\n"
+    );
+    let heads: Vec<String> = SCALE_COLUMNS
+        .iter()
+        .map(|(vm, path)| format!("{vm} {path}"))
+        .collect();
+    let _ = writeln!(out, "| VMs | CPUs | {} |", heads.join(" | "));
+    let _ = writeln!(out, "| ---: | ---: |{}", " ---: |".repeat(heads.len()));
+    let mut minima: Vec<Vec<f64>> = vec![Vec::new(); SCALE_COLUMNS.len()];
+    for (config, vms, cpus) in &rows {
+        let cells: Vec<String> = SCALE_COLUMNS
+            .iter()
+            .zip(minima.iter_mut())
+            .map(|((vm, path), seen)| {
+                let experiment = format!("partita/{vm}");
+                let get = |m: &str| results.value(config, &experiment, &format!("{path}-{m}"));
+                match (get("min"), get("mean"), get("count")) {
+                    (Some(min), Some(mean), Some(count)) if count.value > 0.0 => {
+                        seen.push(min.value);
+                        format!(
+                            "{} / {} ({})",
+                            number(min.value),
+                            number(mean.value.round()),
+                            number(count.value)
+                        )
+                    }
+                    _ => "—".to_owned(),
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "| {vms} | {cpus} | {} |", cells.join(" | "));
+    }
+    let spreads: Vec<String> = SCALE_COLUMNS
+        .iter()
+        .zip(&minima)
+        .filter(|(_, seen)| !seen.is_empty())
+        .map(|((vm, path), seen)| {
+            let low = seen.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = seen.iter().copied().fold(0.0, f64::max);
+            format!("{vm} {path} {}–{}", number(low), number(high))
+        })
+        .collect();
+    let _ = writeln!(out, "\nMinima over the axis: {}.\n", spreads.join("; "));
+}
+
 fn value_or_dash(results: &Results, config: &str, experiment: &str, metric: &str) -> String {
     results
         .value(config, experiment, metric)
@@ -488,7 +565,77 @@ fn percent(value: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::provenance::Provenance;
     use super::*;
+
+    fn record(config: &str, vm: &str, metric: &str, value: f64) -> Record {
+        Record {
+            config: config.to_owned(),
+            experiment: format!("partita/{vm}"),
+            metric: metric.to_owned(),
+            value,
+            unit: "ns".to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_scale_axis_lists_its_measured_rows_and_the_spread_of_minima() {
+        let mut records = Vec::new();
+        for (config, switch) in [("scale-2vm-1cpu", 1800.0), ("scale-4vm-1cpu", 1850.0)] {
+            for (metric, value) in [("min", switch), ("mean", switch + 20.4), ("count", 9.0)] {
+                records.push(record(
+                    config,
+                    "freertos",
+                    &format!("switch-{metric}"),
+                    value,
+                ));
+            }
+            records.push(record(config, "linux", "injection-count", 0.0));
+        }
+        let results = Results {
+            provenance: Provenance {
+                mode: "quick".to_owned(),
+                date: String::new(),
+                commit: String::new(),
+                dirty: false,
+                qemu_version: String::new(),
+                qemu_flags: String::new(),
+                config_files: Vec::new(),
+                linux_versions: Vec::new(),
+                xen_version: String::new(),
+                runs: Vec::new(),
+            },
+            records,
+            not_measured: Vec::new(),
+        };
+        let mut out = String::new();
+        scale(&mut out, &results);
+        assert!(
+            out.contains("| 2 | 1 | — | 1800 / 1820 (9) | — | — | — |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| 4 | 1 | — | 1850 / 1870 (9) | — | — | — |"),
+            "{out}"
+        );
+        assert!(
+            !out.contains("| 3 | 1 |"),
+            "rows not measured are left out: {out}"
+        );
+        assert!(
+            out.contains("Minima over the axis: freertos switch 1800–1850.\n"),
+            "{out}"
+        );
+        let mut none = String::new();
+        scale(
+            &mut none,
+            &Results {
+                records: Vec::new(),
+                ..results
+            },
+        );
+        assert_eq!(none, "");
+    }
 
     #[test]
     fn numbers_are_short_and_stable() {

@@ -15,7 +15,9 @@ use anyhow::{Context, Result};
 use partita_core::board::Platform;
 
 use super::console::{clean, BEGIN};
-use super::matrix::{beside_bootargs, freertos_bootargs, Boot, Mode, FREERTOS_SOLO};
+use super::matrix::{
+    beside_bootargs, freertos_bootargs, scale_config, scale_load, Boot, Mode, FREERTOS_SOLO,
+};
 use crate::build::{self, ConsoleUse};
 use crate::process::{self, Ending};
 use crate::qemu::{Clock, Cpu, Machine};
@@ -134,6 +136,34 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 cpu,
             ))
         }
+        Boot::Scale { vms, cpus } => {
+            let dir = paths::build_dir().join("bench");
+            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let config = dir.join(format!("scale-{vms}vm-{cpus}cpu.toml"));
+            let text = scale_config(
+                vms,
+                cpus,
+                &paths::guest_image("freertos"),
+                &cache.join("linux").join("Image"),
+                &cache.join("linux").join("initramfs.cpio"),
+            );
+            fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
+            let image = dir.join("partita.img");
+            let bootargs = beside_bootargs(mode);
+            let system = build::boot_image_with(
+                &config,
+                &image,
+                Some(&scale_load(cpus).job()),
+                Some((BESIDE_RTOS_VM, &bootargs)),
+                &ConsoleUse::AllTagged,
+            )?;
+            Ok(machine(
+                &image,
+                system.config.board.platform,
+                system.config.board.cpus,
+                cpu,
+            ))
+        }
         Boot::XenDom0 => xen_boot(cache, Some(Some(job)), None),
         Boot::XenDomU(None) => xen_boot(cache, None, Some(freertos_bootargs(mode))),
         Boot::XenDomU(Some(load)) => {
@@ -155,7 +185,8 @@ fn xen_boot(cache: &Path, dom0: Option<Option<&str>>, freertos: Option<&str>) ->
 /// stopped there.
 pub const DEMO_END: &str = "[partita] vm linux: powered off";
 
-/// The FreeRTOS VM's name in configs/default.toml and configs/split.toml.
+/// The FreeRTOS VM's name in configs/default.toml and configs/split.toml, and the
+/// measured one of a scale system.
 pub const BESIDE_RTOS_VM: &str = "freertos";
 
 /// The console line after which a run beside a Linux load is over: the FreeRTOS VM has
@@ -169,7 +200,7 @@ pub const BESIDE_END: &str = "[partita] vm freertos: powered off";
 /// machine).
 pub fn stop_line(boot: Boot) -> Option<fn(&str) -> bool> {
     match boot {
-        Boot::Beside { .. } => Some(|line| line.starts_with(BESIDE_END)),
+        Boot::Beside { .. } | Boot::Scale { .. } => Some(|line| line.starts_with(BESIDE_END)),
         Boot::BesideDemo(..) => Some(|line| line.starts_with(DEMO_END)),
         Boot::XenDomU(_) => Some(|line| {
             xen::domu_text(line.trim_end()).is_some_and(|(_, text)| text == "bench: done")

@@ -51,12 +51,14 @@
 //! more of the CPU than its peers. The RTOS alone at its level never consumes it.
 
 mod entry;
+mod ids;
 mod owners;
 mod policy;
 mod queue;
 #[cfg(test)]
 mod tests;
 
+pub use ids::IdIndex;
 pub use owners::{OwnerTable, MAX_OWNERS, OWNED_INTIDS};
 pub use queue::RunQueue;
 

@@ -2,8 +2,16 @@
 //! give way now, and when the decision can next change (the EL2 timer's next deadline).
 
 use super::entry::Place;
-use super::queue::RunQueue;
+use super::queue::{positions, Mask, RunQueue};
 use super::Decision;
+
+/// The earlier of two times, either of which may be missing.
+fn earlier(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
 
 /// The running vCPU as the policy sees it.
 #[derive(Clone, Copy)]
@@ -29,7 +37,7 @@ impl RunQueue {
         Decision {
             run: runner.map(|r| self.entries[r.index].vcpu),
             slice_end: runner
-                .filter(|r| self.has_ready(r.priority))
+                .filter(|r| self.has_ready_peer(r.index))
                 .map(|r| r.slice_end),
         }
     }
@@ -58,20 +66,26 @@ impl RunQueue {
         if self.should_preempt(now) {
             return Some(now);
         }
-        let runner = self.runner();
-        let slice_end = runner
-            .filter(|r| self.has_ready(r.priority))
-            .map(|r| r.slice_end);
-        let wakes = self.entries.iter().filter_map(|e| {
-            let deadline = e.wake_deadline()?;
-            match runner {
-                None => Some(deadline),
-                Some(r) if e.priority > r.priority => Some(deadline),
-                Some(r) if e.priority == r.priority => Some(deadline.max(r.slice_end)),
-                Some(_) => None,
-            }
-        });
-        slice_end.into_iter().chain(wakes).min()
+        let Some(r) = self.runner() else {
+            return self.deadline(self.timed);
+        };
+        let slice_end = Some(r.slice_end).filter(|_| self.has_ready_peer(r.index));
+        let level = self.levels[r.index];
+        let higher = self.timed & (level & level.wrapping_neg()).wrapping_sub(1);
+        let peers = self
+            .deadline(self.timed & level)
+            .map(|d| d.max(r.slice_end));
+        earlier(earlier(slice_end, self.deadline(higher)), peers)
+    }
+
+    /// The earliest deadline of `set`, a subset of the `timed` entries.
+    fn deadline(&self, set: Mask) -> Option<u64> {
+        let earliest = if set == self.timed {
+            self.soonest
+        } else {
+            self.earliest_deadline(set)
+        };
+        Some(earliest).filter(|_| set != 0)
     }
 
     /// Takes the CPU from the running vCPU: with slice left it was preempted, so it goes back
@@ -88,37 +102,39 @@ impl RunQueue {
             },
             _ => self.ready_at_tail(),
         };
-        self.entries[r.index].place = place;
+        self.set_place(r.index, place);
     }
 
     fn dispatch(&mut self, index: usize, now: u64) {
-        let entry = &mut self.entries[index];
-        if let Place::Ready { slice_left, .. } = entry.place {
-            entry.place = Place::Running {
+        if let Place::Ready { slice_left, .. } = self.entries[index].place {
+            let place = Place::Running {
                 slice_end: now.saturating_add(slice_left),
             };
+            self.set_place(index, place);
         }
     }
 
     fn runner(&self) -> Option<Runner> {
-        self.entries
-            .iter()
-            .enumerate()
-            .find_map(|(index, e)| match e.place {
-                Place::Running { slice_end } => Some(Runner {
-                    index,
-                    priority: e.priority,
-                    slice_end,
-                }),
-                _ => None,
-            })
+        let index = self.running?;
+        let entry = &self.entries[index];
+        match entry.place {
+            Place::Running { slice_end } => Some(Runner {
+                index,
+                priority: entry.priority,
+                slice_end,
+            }),
+            _ => None,
+        }
     }
 
     /// The first ready vCPU of the highest ready priority.
     fn head(&self) -> Option<usize> {
-        let top = self.top_ready()?;
-        (0..self.entries.len())
-            .filter(|&i| self.entries[i].priority == top)
+        let top = self.first(self.ready)?;
+        let level = self.ready & self.levels[top];
+        if level.count_ones() == 1 {
+            return Some(top);
+        }
+        positions(level)
             .filter_map(|i| {
                 self.entries[i]
                     .ready_order()
@@ -128,26 +144,28 @@ impl RunQueue {
             .map(|(_, _, i)| i)
     }
 
-    fn top_ready(&self) -> Option<u8> {
-        self.entries
-            .iter()
-            .filter(|e| e.ready_order().is_some())
-            .map(|e| e.priority)
-            .max()
-    }
-
     /// The highest priority among ready vCPUs and blocked ones whose deadline has passed.
     fn top_contender(&self, now: u64) -> Option<u8> {
-        self.entries
-            .iter()
-            .filter(|e| e.ready_order().is_some() || e.due(now))
-            .map(|e| e.priority)
-            .max()
+        let priority = |i: usize| self.entries[i].priority;
+        let ready = self.first(self.ready).map(priority);
+        let due = if self.soonest <= now {
+            positions(self.timed)
+                .find(|&i| self.entries[i].due(now))
+                .map(priority)
+        } else {
+            None
+        };
+        // `None` orders below every `Some`.
+        ready.max(due)
     }
 
-    fn has_ready(&self, priority: u8) -> bool {
-        self.entries
-            .iter()
-            .any(|e| e.priority == priority && e.ready_order().is_some())
+    /// The position of the highest-priority entry of `set`.
+    fn first(&self, set: Mask) -> Option<usize> {
+        positions(set).next()
+    }
+
+    /// Whether a vCPU of `entries[index]`'s priority is ready.
+    fn has_ready_peer(&self, index: usize) -> bool {
+        self.ready & self.levels[index] != 0
     }
 }

@@ -24,7 +24,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use partita_core::board::Board;
-use partita_core::sched::{ticks_from_micros, OwnerTable, RunQueue, VcpuId, VcpuState};
+use partita_core::sched::{
+    ticks_from_micros, IdIndex, OwnerTable, RunQueue, VcpuId, VcpuState, MAX_VCPUS,
+};
 
 use crate::arch::aarch64::{gic, timer};
 use crate::console;
@@ -39,9 +41,13 @@ pub struct CpuScheduler {
     board: &'static Board,
     system: &'static System,
     vms: Vec<Vm>,
+    /// The position in `vms` of each run-queue name (`reindex`).
+    positions: IdIndex,
     queue: RunQueue,
     /// The run-queue name of the vCPU on the CPU.
     loaded: Option<VcpuId>,
+    /// Its position in `vms`.
+    loaded_at: Option<usize>,
     /// This CPU's vCPUs migrated to another CPU (`migrate`), and whether their return was
     /// requested.
     lent: Vec<(Arc<Shared>, usize, bool)>,
@@ -74,8 +80,10 @@ impl CpuScheduler {
             board,
             system,
             vms,
+            positions: IdIndex::default(),
             queue,
             loaded: None,
+            loaded_at: None,
             lent: Vec::new(),
             owners: OwnerTable::default(),
         };
@@ -83,8 +91,15 @@ impl CpuScheduler {
         scheduler
     }
 
-    /// Rebuilds the owner table after `vms` changed.
+    /// Rebuilds the names, the loaded position and the owner table after `vms` changed.
     fn reindex(&mut self) {
+        self.positions.clear();
+        for (at, vm) in self.vms.iter().enumerate() {
+            if !self.positions.insert(vcpu_of(vm), at) {
+                panic!("CPU {}: more than {MAX_VCPUS} vCPUs", self.cpu);
+            }
+        }
+        self.loaded_at = self.loaded.and_then(|id| self.position(id));
         self.owners.clear();
         for (at, vm) in self.vms.iter().enumerate() {
             for &intid in vm.forwarded() {
@@ -109,11 +124,11 @@ impl CpuScheduler {
     }
 
     fn position(&self, id: VcpuId) -> Option<usize> {
-        self.vms.iter().position(|vm| vcpu_of(vm) == id)
+        self.positions.get(id)
     }
 
     fn loaded_position(&self) -> Option<usize> {
-        self.loaded.and_then(|id| self.position(id))
+        self.loaded_at
     }
 
     /// Nothing is runnable: wait in WFI at EL2 for the next interrupt or event.
@@ -137,7 +152,7 @@ impl CpuScheduler {
     /// one preempts may migrate (`migrate_preempted`). Returns its position then.
     fn switch_to(&mut self, id: VcpuId) -> Option<usize> {
         if self.loaded == Some(id) {
-            return self.position(id);
+            return self.loaded_at;
         }
         let preempted = self
             .loaded_position()
@@ -150,6 +165,7 @@ impl CpuScheduler {
         self.vms[at].switch_in(self.cpu);
         counters::switched_in(self.vms[at].index());
         self.loaded = Some(id);
+        self.loaded_at = Some(at);
         Some(at)
     }
 
@@ -222,6 +238,7 @@ impl CpuScheduler {
     fn switch_out(&mut self) {
         if let Some(old) = self.loaded_position() {
             self.loaded = None;
+            self.loaded_at = None;
             let vm = &mut self.vms[old];
             let deadline = vm.timer_deadline().filter(|_| vm.is_on());
             vm.switch_out();

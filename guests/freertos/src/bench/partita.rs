@@ -8,7 +8,7 @@
 use crate::partita::{self, PARTITA_COUNTER};
 use crate::{console, psci};
 
-/// Counter ids 0..=29 exist today; reading stops at the first refused id.
+/// Counter ids 0..=37 exist today; reading stops at the first refused id.
 const MAX_COUNTERS: usize = 64;
 /// VMs read at most.
 const MAX_VMS: u64 = 16;
