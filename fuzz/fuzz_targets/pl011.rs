@@ -1,6 +1,8 @@
 //! The PL011 model (`partita_core::devices::pl011`) under any sequence of guest accesses and
 //! host input: it never panics, refuses exactly the accesses a PL011 cannot take, keeps its
-//! FIFOs bounded and reports flags and interrupts that match what went in and out.
+//! FIFOs bounded and reports flags and interrupts that match what went in and out. A twin
+//! model takes the same sequence with each `transmit_and_take` (the short exit's character)
+//! done as a data-register store then `take_tx`: both must always agree.
 
 #![no_main]
 
@@ -10,7 +12,7 @@ use partita_core::devices::pl011::{fr, int, reg, Pl011, FIFO_DEPTH};
 use partita_core::devices::{AccessSize, MmioDevice};
 use partita_fuzz::Size;
 
-#[derive(Arbitrary, Debug)]
+#[derive(Arbitrary, Clone, Copy, Debug)]
 enum Op {
     Read {
         offset: u16,
@@ -29,6 +31,8 @@ enum Op {
     },
     Receive(u8),
     TakeTx,
+    /// A character as the short exit writes it: stored to UARTDR, then drained.
+    TransmitAndTake(u64),
 }
 
 /// What the guest and the host have put in and taken out: the FIFO fill levels.
@@ -95,7 +99,8 @@ fn write(uart: &mut Pl011, shadow: &mut Shadow, offset: u64, size: AccessSize, v
     }
 }
 
-fn apply(uart: &mut Pl011, shadow: &mut Shadow, op: Op) {
+/// `op` on the model, checked against the shadow; what it transmitted, if anything.
+fn apply(uart: &mut Pl011, shadow: &mut Shadow, op: Op) -> Option<u8> {
     match op {
         Op::Read { offset, size } => read(uart, shadow, u64::from(offset), size.access()),
         Op::Write {
@@ -116,10 +121,66 @@ fn apply(uart: &mut Pl011, shadow: &mut Shadow, op: Op) {
             assert!(shadow.rx <= FIFO_DEPTH);
         }
         Op::TakeTx => {
-            assert_eq!(uart.take_tx().is_some(), shadow.tx > 0);
+            let taken = uart.take_tx();
+            assert_eq!(taken.is_some(), shadow.tx > 0);
             shadow.tx = shadow.tx.saturating_sub(1);
+            return taken;
+        }
+        Op::TransmitAndTake(value) => {
+            let taken = uart.transmit_and_take(value);
+            assert!(taken.is_some());
+            shadow.tx = (shadow.tx + 1).min(FIFO_DEPTH) - 1;
+            return taken;
         }
     }
+    None
+}
+
+/// `op` on the twin, a character being a data-register store then `take_tx`; what the twin
+/// transmitted, if anything.
+fn replay(twin: &mut Pl011, op: Op) -> Option<u8> {
+    match op {
+        Op::Read { offset, size } => {
+            let _ = twin.read(u64::from(offset), size.access());
+        }
+        Op::Write {
+            offset,
+            size,
+            value,
+        } => {
+            let _ = twin.write(u64::from(offset), size.access(), value);
+        }
+        Op::Far {
+            offset,
+            size,
+            write: true,
+        } => {
+            let _ = twin.write(offset, size.access(), offset);
+        }
+        Op::Far { offset, size, .. } => {
+            let _ = twin.read(offset, size.access());
+        }
+        Op::Receive(byte) => {
+            twin.receive(byte);
+        }
+        Op::TakeTx => return twin.take_tx(),
+        Op::TransmitAndTake(value) => {
+            twin.write(reg::DR, AccessSize::Word, value).unwrap();
+            return twin.take_tx();
+        }
+    }
+    None
+}
+
+/// The model and its twin show the same registers and interrupt line.
+fn check_twin(uart: &mut Pl011, twin: &mut Pl011) {
+    for offset in [reg::FR, reg::RIS, reg::MIS, reg::IMSC] {
+        assert_eq!(
+            uart.read(offset, AccessSize::Word),
+            twin.read(offset, AccessSize::Word)
+        );
+    }
+    assert_eq!(uart.irq_pending(), twin.irq_pending());
 }
 
 /// Flags and interrupt status agree with the FIFO levels and the mask.
@@ -139,9 +200,12 @@ fn check_status(uart: &mut Pl011, shadow: &Shadow) {
 
 fuzz_target!(|ops: Vec<Op>| {
     let mut uart = Pl011::new();
+    let mut twin = Pl011::new();
     let mut shadow = Shadow::default();
     for op in ops {
-        apply(&mut uart, &mut shadow, op);
+        let taken = apply(&mut uart, &mut shadow, op);
+        assert_eq!(taken, replay(&mut twin, op));
         check_status(&mut uart, &shadow);
+        check_twin(&mut uart, &mut twin);
     }
 });

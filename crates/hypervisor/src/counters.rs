@@ -238,7 +238,12 @@ fn path(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
 /// The path whose first word is `first`, as its words hold it.
 #[inline]
 fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
-    let at = first as usize;
+    words_at(w, first as usize)
+}
+
+/// The path whose first word is at `at`, as its words hold it.
+#[inline]
+fn words_at(w: &[AtomicU64; WORDS], at: usize) -> PathStats {
     PathStats {
         count: w[at].load(Ordering::Relaxed),
         min: w[at + 1].load(Ordering::Relaxed),
@@ -257,8 +262,13 @@ fn add_path_sample(vm: usize, first: Counter, ns: u64) {
 /// Folds one sample into the path of `w` whose first word is `first`.
 #[inline]
 fn fold(w: &[AtomicU64; WORDS], first: Counter, ns: u64) {
-    let at = first as usize;
-    let mut stats = words_of(w, first);
+    fold_at(w, first as usize, ns);
+}
+
+/// Folds one sample into the path of `w` whose first word is at `at`.
+#[inline]
+fn fold_at(w: &[AtomicU64; WORDS], at: usize, ns: u64) {
+    let mut stats = words_at(w, at);
     stats.add(ns);
     w[at].store(stats.count, Ordering::Relaxed);
     w[at + 1].store(stats.min, Ordering::Relaxed);
@@ -352,6 +362,27 @@ impl ShortExits {
         }
         add_words(w, Counter::El2Ns, ns);
         fold(w, first, ns);
+    }
+
+    /// The data-abort short exit finished a UART access (`uart_write`: a character written to
+    /// the data register) that began with the exception at `start`: `done` for
+    /// `ShortPath::Device`, with the path known here.
+    #[inline]
+    pub fn device(&mut self, start: u64, uart_write: bool) {
+        let ns = clock().wrapping_sub(start);
+        self.el2 = self.el2.wrapping_add(ns);
+        let Some(w) = self.words else {
+            return;
+        };
+        add_words(w, Counter::TrapsDataAbort, 1);
+        add_words(w, Counter::El2Ns, ns);
+        // The path's first word without a branch: the UART writes' words or the device's.
+        let step = Counter::UartWriteCount as usize - Counter::DeviceCount as usize;
+        fold_at(
+            w,
+            Counter::DeviceCount as usize + step * usize::from(uart_write),
+            ns,
+        );
     }
 
     /// The vCPU's exit leaves the short path (before `exited`): the short exits' time is

@@ -1,9 +1,10 @@
 //! The short exit for the commonest device access: a load or store the syndrome describes, to
 //! the VM's console UART (its first PL011), that the model accepts (a character written, a
-//! flag register polled). The world switch's short exit (`short_exit`) calls it for a data
-//! abort with the guest's registers saved (`enter_guest`); when it finishes the access the
-//! guest is loaded straight back, without restoring the host's registers, returning to the
-//! scheduler's loop or entering again.
+//! flag register polled). The world switch's data-abort vector calls it through
+//! `ShortExit::data_abort` with the guest's caller-saved registers saved (`CallerSaved`), or
+//! the general short exit with all of them for an access that names x19..x29; when it
+//! finishes the access the guest is loaded straight back, without restoring the host's
+//! registers, returning to the scheduler's loop or entering again.
 //!
 //! It does what the general path (`trap::handle`) would do for such an access and skips what
 //! it can prove unneeded: no other device or the virtual GIC claims a UART's window (the
@@ -15,10 +16,51 @@
 
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
 
-use partita_core::trap::{device_access, fault_ipa};
+use partita_core::trap::{device_access, fault_ipa, Register};
 
-use crate::arch::aarch64::vectors::GuestRegs;
+use crate::arch::aarch64::vectors::{CallerSaved, GuestRegs};
 use crate::devices::Devices;
+
+/// The guest's registers as a short exit has them saved.
+pub trait Registers {
+    /// Register `r`'s value; `None` when it is not saved (then it can be neither read nor
+    /// written).
+    fn read(&self, r: Register) -> Option<u64>;
+    /// Writes register `r` (one `read` found saved).
+    fn write(&mut self, r: Register, value: u64);
+    /// Moves ELR past the trapped instruction of `len` bytes.
+    fn advance(&mut self, len: u64);
+}
+
+impl Registers for GuestRegs {
+    #[inline]
+    fn read(&self, r: Register) -> Option<u64> {
+        Some(self.get(r))
+    }
+    #[inline]
+    fn write(&mut self, r: Register, value: u64) {
+        self.set(r, value);
+    }
+    #[inline]
+    fn advance(&mut self, len: u64) {
+        self.elr = self.elr.wrapping_add(len);
+    }
+}
+
+impl Registers for CallerSaved {
+    #[inline]
+    fn read(&self, r: Register) -> Option<u64> {
+        self.get(r)
+    }
+    #[inline]
+    fn write(&mut self, r: Register, value: u64) {
+        self.set(r, value);
+    }
+    #[inline]
+    fn advance(&mut self, len: u64) {
+        CallerSaved::advance(self, len);
+    }
+}
 
 /// One VM's short exit for UART accesses while one of its vCPUs is entered (`Vm::enter`).
 pub struct UartExit {
@@ -32,6 +74,8 @@ pub struct UartExit {
 pub enum Done {
     /// Nothing: the general path takes it.
     No,
+    /// Nothing, because the access names a register that is not saved.
+    Unsaved,
     /// The access is finished (`data_write`: a character written to the data register).
     Yes { data_write: bool },
     /// The access is finished and the UART's interrupt line changed: the virtual GIC must
@@ -49,25 +93,26 @@ impl UartExit {
     /// caller: a console-UART access is done (the load's register written, ELR past the
     /// instruction); any other changes nothing.
     #[inline]
-    pub fn handle(&self, regs: &mut GuestRegs, devices: &mut Devices) -> Done {
+    pub fn handle<R: Registers>(&self, regs: &mut R, devices: &mut Devices) -> Done {
         let Some(slot) = self.slot else {
             return Done::No;
         };
         let Some(access) = device_access(ESR_EL2.get()) else {
             return Done::No;
         };
-        let ipa = fault_ipa(HPFAR_EL2.get(), FAR_EL2.get());
         let mmio = access.access;
-        let store = access
-            .write
-            .then(|| regs.get(mmio.register) & mmio.size.mask());
+        let Some(register) = regs.read(mmio.register) else {
+            return Done::Unsaved;
+        };
+        let ipa = fault_ipa(HPFAR_EL2.get(), FAR_EL2.get());
+        let store = access.write.then(|| register & mmio.size.mask());
         let Some(done) = devices.uart_access(slot, self.vm, ipa, mmio.size, store) else {
             return Done::No;
         };
         if !access.write {
-            regs.set(mmio.register, mmio.load_value(done.value));
+            regs.write(mmio.register, mmio.load_value(done.value));
         }
-        regs.elr = regs.elr.wrapping_add(access.instruction_len);
+        regs.advance(access.instruction_len);
         let data_write = access.write && done.data;
         if done.irq_changed {
             Done::LineChanged { data_write }

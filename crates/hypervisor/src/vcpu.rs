@@ -10,7 +10,7 @@ use partita_core::vgic::Affinity;
 use crate::arch::aarch64::fp::FpState;
 use crate::arch::aarch64::gic_hyp::VirtualCpuInterface;
 use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg, El1Context, PauthKeys};
-use crate::arch::aarch64::vectors::{enter_guest, Exit, GuestRegs};
+use crate::arch::aarch64::vectors::{enter_guest, Exit, GuestRegs, ShortExitHandler};
 
 /// SPSR for the first entry: EL1h with D, A, I and F masked.
 const SPSR_EL1H_MASKED: u64 = 0x3c5;
@@ -149,7 +149,7 @@ impl Vcpu {
     }
 
     /// Runs the guest until its next exit that `short` does not finish (`enter_guest`).
-    pub fn run(&mut self, short: &mut impl FnMut(&mut GuestRegs, u64, Exit) -> bool) -> Exit {
+    pub fn run(&mut self, short: &mut impl ShortExitHandler) -> Exit {
         enter_guest(&mut self.regs, short)
     }
 }

@@ -883,11 +883,8 @@ impl Vm {
         };
         let index = self.shared.index;
         counters::entering(index);
-        let mut short = ShortExit::new(&self.shared, self.vcpu_index, slot);
-        let (shared, vgic) = (&*self.shared, &mut self.vgic);
-        let exit = self
-            .vcpu
-            .run(&mut |regs, start, exit| short.handle(regs, start, exit, shared, vgic));
+        let mut short = ShortExit::new(&self.shared, &mut self.vgic, self.vcpu_index, slot);
+        let exit = self.vcpu.run(&mut short);
         self.acknowledged = short.finish();
         counters::exited(index);
         self.shared.hw.lock().devices.flush_output(index);

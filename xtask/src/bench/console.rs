@@ -27,6 +27,12 @@ pub fn clean(line: &str) -> &str {
     }
 }
 
+/// The VM whose line `line` is, by Partita's `[vm] ` prefix; None for an untagged line.
+pub fn vm_of(line: &str) -> Option<&str> {
+    let (vm, _) = line.strip_prefix('[')?.split_once("] ")?;
+    is_vm_name(vm).then_some(vm)
+}
+
 /// VM names are short identifiers; kernel timestamps (`[   1.23]`) are not.
 fn is_vm_name(word: &str) -> bool {
     !word.is_empty()

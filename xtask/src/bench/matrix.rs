@@ -222,10 +222,13 @@ pub fn shared_rows() -> Vec<&'static str> {
         .collect()
 }
 const SPLIT: &str = "configs/split.toml";
+/// Two FreeRTOS VMs and Linux on one CPU (issue 16): the higher FreeRTOS runs the demo, the
+/// lower one (`freertos`) the latency benchmark.
+const TWO_RTOS: &str = "configs/tests/two-rtos.toml";
 const MIXED: &str = "configs/mixed.toml";
 const MIXED_MIGRATE: &str = "configs/tests/mixed-migrate.toml";
 
-pub const ROWS: [Row; 36] = [
+pub const ROWS: [Row; 37] = [
     Row {
         config: "native",
         guest: Guest::Linux,
@@ -289,6 +292,7 @@ pub const ROWS: [Row; 36] = [
     beside("split-idle", SPLIT, Load::Idle),
     beside("split-hackbench", SPLIT, Load::Hackbench),
     beside("split-stress", SPLIT, Load::Stress),
+    beside("two-rtos-hackbench", TWO_RTOS, Load::Hackbench),
     beside("mixed-hackbench", MIXED, Load::SmpHackbench),
     beside("mixed-migrate-hackbench", MIXED_MIGRATE, Load::SmpHackbench),
     beside("mixed-stress", MIXED, Load::SmpStress),
@@ -343,8 +347,10 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
 /// (configs/linux-smp.toml); `mixed` and `mixed-migrate` Linux's throughput beside the
 /// FreeRTOS demo in the SPUMONE topology (configs/mixed.toml) without and with vCPU
 /// migration, `mixed-<load>` and `mixed-migrate-<load>` FreeRTOS's latency there;
+/// `two-rtos-hackbench` the lower FreeRTOS's latency below a FreeRTOS running the demo,
+/// beside Linux's hackbench, all on one pCPU (configs/tests/two-rtos.toml, issue 16);
 /// `scale-<n>vm-<m>cpu` the scale axis (`scale_config`).
-pub const CONFIGS: [&str; 34] = [
+pub const CONFIGS: [&str; 35] = [
     "native",
     "solo",
     "xen-solo",
@@ -361,6 +367,7 @@ pub const CONFIGS: [&str; 34] = [
     "split-idle",
     "split-hackbench",
     "split-stress",
+    "two-rtos-hackbench",
     "shared-ivc",
     "split-ivc",
     "xen",
@@ -801,6 +808,7 @@ mod tests {
                 "mixed-h",
                 "mixed-s",
                 "mixed-migrate-",
+                "two-rtos-",
                 "scale-",
             ]
             .iter()

@@ -75,15 +75,28 @@ fn config_file(boot: &Boot) -> Option<&'static str> {
 }
 
 /// The names of a Partita boot's VMs in configuration order (for the guest's counter
-/// lines, which name VMs by index); empty without Partita.
-fn vm_names(boot: &Boot) -> &'static [&'static str] {
-    match boot {
+/// lines, which name VMs by index); empty without Partita. A FreeRTOS row beside a load
+/// reads them from its configuration (the two-RTOS system has three VMs).
+fn vm_names(boot: &Boot) -> Vec<String> {
+    let names: &[&str] = match boot {
         Boot::PartitaFreeRtos => &["freertos"],
         Boot::Partita(_) | Boot::PartitaSmp(_) => &["linux"],
-        Boot::Beside { .. } | Boot::BesideDemo(..) => &[runner::BESIDE_RTOS_VM, "linux"],
+        Boot::BesideDemo(..) => &[runner::BESIDE_RTOS_VM, "linux"],
+        Boot::Beside { config, .. } => return configured_vm_names(config),
         Boot::Scale { vms, .. } => &matrix::SCALE_VMS[..usize::from(*vms)],
         _ => &[],
-    }
+    };
+    names.iter().map(|name| (*name).to_owned()).collect()
+}
+
+/// The VM names of the configuration file `config` (relative to the workspace root);
+/// empty when it cannot be read, which the run that booted it has reported already.
+fn configured_vm_names(config: &str) -> Vec<String> {
+    fs::read_to_string(paths::root().join(config))
+        .ok()
+        .and_then(|text| partita_config::parse(&text).ok())
+        .map(|system| system.vms.into_iter().map(|vm| vm.name).collect())
+        .unwrap_or_default()
 }
 
 /// Runs the benchmark and returns the output folder.
@@ -291,18 +304,20 @@ fn records_of(
         what: what.to_owned(),
         reason,
     };
-    let mut records: Vec<Record> = parse::parse_partita(console, vm_names(&boot))
+    let names = vm_names(&boot);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut records: Vec<Record> = parse::parse_partita(console, &names)
         .into_iter()
         .map(|m| m.label(row.config))
         .collect();
     let mut missing = Vec::new();
-    if records.is_empty() && !vm_names(&boot).is_empty() {
+    if records.is_empty() && !names.is_empty() {
         let why = ending.unwrap_or("Partita printed no counters");
         missing.push(lost("hypervisor figures", why.to_owned()));
     }
     match row.guest {
         Guest::FreeRtos => {
-            let found = parse::parse_rtos(console);
+            let found = parse::parse_rtos(console, runner::BESIDE_RTOS_VM);
             if found.is_empty() {
                 let why = ending.unwrap_or("the guest printed no result lines");
                 missing.push(lost("every experiment", why.to_owned()));

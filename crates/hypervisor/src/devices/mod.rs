@@ -77,6 +77,14 @@ impl Output {
         let Some(byte) = uart.take_tx() else {
             return false;
         };
+        self.push(byte, vm);
+        true
+    }
+
+    /// Buffers one transmitted byte; a line end or a full buffer hands the buffer to VM
+    /// `vm`'s console stream.
+    #[inline]
+    fn push(&mut self, byte: u8, vm: usize) {
         if let Some(slot) = self.bytes.get_mut(self.len) {
             *slot = byte;
             self.len += 1;
@@ -84,7 +92,6 @@ impl Output {
         if byte == b'\n' || self.len >= OUTPUT {
             self.flush(vm);
         }
-        true
     }
 
     /// Hands the buffered bytes to VM `vm`'s console stream.
@@ -227,6 +234,19 @@ impl Devices {
             return None;
         }
         let line = uart.irq_pending();
+        // The commonest access first: a character, stored and drained in one step.
+        if offset == pl011::reg::DR && size != AccessSize::Double {
+            if let Some(value) = write {
+                if let Some(byte) = uart.transmit_and_take(value) {
+                    self.output.push(byte, vm);
+                }
+                return Some(UartAccess {
+                    value: 0,
+                    irq_changed: uart.irq_pending() != line,
+                    data: true,
+                });
+            }
+        }
         let value = match write {
             Some(value) => uart.write(offset, size, value).map(|()| 0),
             None => uart.read(offset, size),

@@ -4,10 +4,14 @@
 //! checks FreeRTOS's deadlines and latency over the whole run, host probes rtos-deadlines
 //! and rtos-latency); forged lines must arrive tagged with this VM's name (the host checks
 //! that no untagged `[partita]` or `[freertos]` line appears); a bad count is refused with
-//! nothing else changed.
+//! nothing else changed. The UART's short exit saves only the caller-saved registers: an
+//! access through x19..x29 must still read and write the named register, and no access may
+//! change a register it does not name.
 
-use crate::checks::{expect_no_exception, Failure, Outcome};
-use crate::mmio::Store;
+use core::arch::asm;
+
+use crate::checks::{expect_eq, expect_no_exception, Failure, Outcome};
+use crate::mmio::{Load, Store};
 use crate::platform::Platform;
 use crate::smccc_calls::{call_with, Conduit, INVALID_PARAMETERS};
 
@@ -66,6 +70,92 @@ pub fn uart_flood(p: &Platform) -> Outcome {
         Store::Word.run(p.uart, u64::from(byte));
     }
     expect_no_exception(format_args!("UART flood"))
+}
+
+/// UARTFR's offset.
+const UART_FR: u64 = 0x18;
+
+/// UART accesses through the registers the data-abort short exit does not save (x19..x29)
+/// and through the ones it does, with x19..x29 holding known values: a store from x20 and
+/// loads into x21 and x29 (base x19) must write and read those registers, and a store and
+/// a load through x1/x2 must leave x19..x29 as they were.
+pub fn uart_register_file(p: &Platform) -> Outcome {
+    let (mut changed, mut fr_x21, mut fr_x29): (u64, u64, u64);
+    // SAFETY: UART accesses only (`p.uart` is the VM's emulated PL011); x19..x30 are saved
+    // on the stack first and restored last, every other register used is an operand.
+    unsafe {
+        asm!(
+            "stp x19, x20, [sp, #-96]!",
+            "stp x21, x22, [sp, #16]",
+            "stp x23, x24, [sp, #32]",
+            "stp x25, x26, [sp, #48]",
+            "stp x27, x28, [sp, #64]",
+            "stp x29, x30, [sp, #80]",
+            "mov x19, #19",
+            "mov x20, #20",
+            "mov x21, #21",
+            "mov x22, #22",
+            "mov x23, #23",
+            "mov x24, #24",
+            "mov x25, #25",
+            "mov x26, #26",
+            "mov x27, #27",
+            "mov x28, #28",
+            "mov x29, #29",
+            "str w1, [x0]",
+            "ldr w2, [x0, #0x18]",
+            "sub x3, x19, #19",
+            "sub x4, x20, #20",
+            "orr x3, x3, x4",
+            "sub x4, x21, #21",
+            "orr x3, x3, x4",
+            "sub x4, x22, #22",
+            "orr x3, x3, x4",
+            "sub x4, x23, #23",
+            "orr x3, x3, x4",
+            "sub x4, x24, #24",
+            "orr x3, x3, x4",
+            "sub x4, x25, #25",
+            "orr x3, x3, x4",
+            "sub x4, x26, #26",
+            "orr x3, x3, x4",
+            "sub x4, x27, #27",
+            "orr x3, x3, x4",
+            "sub x4, x28, #28",
+            "orr x3, x3, x4",
+            "sub x4, x29, #29",
+            "orr x3, x3, x4",
+            "mov x19, x0",
+            "mov x20, #0x72",
+            "str w20, [x19]",
+            "ldr w21, [x19, #0x18]",
+            "ldr w29, [x19, #0x18]",
+            "mov x4, x21",
+            "mov x5, x29",
+            "ldp x29, x30, [sp, #80]",
+            "ldp x27, x28, [sp, #64]",
+            "ldp x25, x26, [sp, #48]",
+            "ldp x23, x24, [sp, #32]",
+            "ldp x21, x22, [sp, #16]",
+            "ldp x19, x20, [sp], #96",
+            in("x0") p.uart,
+            in("x1") u64::from(b'u'),
+            out("x2") _,
+            out("x3") changed,
+            out("x4") fr_x21,
+            out("x5") fr_x29,
+        );
+    }
+    Store::Word.run(p.uart, u64::from(b'\n'));
+    expect_no_exception(format_args!("UART accesses through x19..x29"))?;
+    expect_eq(
+        format_args!("x19..x29 changed by a UART access"),
+        changed,
+        0,
+    )?;
+    let fr = Load::Word.run(p.uart + UART_FR);
+    expect_eq(format_args!("UARTFR loaded into x21"), fr_x21, fr)?;
+    expect_eq(format_args!("UARTFR loaded into x29"), fr_x29, fr)
 }
 
 /// Forged Partita and FreeRTOS lines, control bytes and escape sequences through console

@@ -181,6 +181,7 @@ pub const PROBES: &[Probe] = &[
     probe("ivc-readonly-write",      AbortInjected,     Any(ivc::readonly_write)),
     probe("ivc-outside-window",      AbortInjected,     Any(ivc::outside_window)),
     probe("ivc-scribble-ring",       Contained,         Any(ivc::scribble_ring)),
+    probe("uart-register-file",      Emulated,          Any(console::uart_register_file)),
     probe("zynqmp-peripherals",      AbortInjected,     V2(gic_v2::peripherals)),
     probe("ocm-qspi-ddr-high",       AbortInjected,     V2(gic_v2::other_memory)),
     probe("gicd-itargetsr-private",  Ignored,           V2(gic_v2::private_targets)),

@@ -6,14 +6,22 @@
 //! - `rt: samples=<n> max_ns=<ns> mean_ns=<ns> misses=<n>` (printed every second by the
 //!   demo's latency task): the last one, as experiment `rt-latency`.
 //!
-//! Other `bench:` lines (`config`, `done`) carry no figure and are skipped.
+//! Other `bench:` lines (`config`, `done`) carry no figure and are skipped, and so are the
+//! lines of any other VM than the measured one (the two-RTOS system's other FreeRTOS prints
+//! its own `rt:` lines).
 
 use super::{key_values, Measure};
+use crate::bench::console;
 use crate::bench::record::hist_metric;
 
-/// Every figure in `console`, in the order printed (the `rt:` summary last).
-pub fn parse(console: &str) -> Vec<Measure> {
-    let lines: Vec<&str> = console.lines().map(crate::bench::console::clean).collect();
+/// Every figure VM `vm` (or an untagged guest: native, Xen) printed in `console`, in the
+/// order printed (the `rt:` summary last).
+pub fn parse(console: &str, vm: &str) -> Vec<Measure> {
+    let lines: Vec<&str> = console
+        .lines()
+        .filter(|line| console::vm_of(line).is_none_or(|tag| tag == vm))
+        .map(console::clean)
+        .collect();
     let mut measures: Vec<Measure> = lines
         .iter()
         .filter_map(|line| line.strip_prefix("bench: "))
@@ -71,9 +79,11 @@ mod tests {
     use super::*;
     use crate::bench::parse::fixtures::{FREERTOS, RTOS_NATIVE, RTOS_SOLO};
 
+    const VM: &str = "freertos";
+
     #[test]
     fn the_last_rt_line_of_the_demo() {
-        let m = parse(FREERTOS);
+        let m = parse(FREERTOS, VM);
         assert_eq!(m.len(), 4);
         assert!(m.iter().all(|m| m.experiment == "rt-latency"));
         assert_eq!(m[0].metric, "samples");
@@ -83,7 +93,7 @@ mod tests {
 
     #[test]
     fn bench_lines_of_the_suite_under_partita() {
-        let m = parse(RTOS_SOLO);
+        let m = parse(RTOS_SOLO, VM);
         let find = |e: &str, metric: &str| {
             m.iter()
                 .find(|x| x.experiment == e && x.metric == metric)
@@ -110,21 +120,31 @@ mod tests {
         assert!(m.iter().all(|x| x.metric != "mode" && x.metric != "hist"));
         let tests = m.iter().filter(|x| x.metric == "score").count();
         assert_eq!(tests, 8);
-        assert_eq!(parse(RTOS_NATIVE).len(), m.len());
+        assert_eq!(parse(RTOS_NATIVE, VM).len(), m.len());
     }
 
     #[test]
     fn pass_and_fail_become_one_and_zero() {
         let console = "bench: experiment=thread-metric test=a metric=check value=pass unit=bool\n\
                        bench: experiment=thread-metric test=b metric=check value=fail unit=bool\n";
-        let values: Vec<f64> = parse(console).iter().map(|m| m.value).collect();
+        let values: Vec<f64> = parse(console, VM).iter().map(|m| m.value).collect();
         assert_eq!(values, [1.0, 0.0]);
+    }
+
+    #[test]
+    fn another_vms_lines_are_not_the_measured_ones() {
+        let console = "[rtos-high] rt: samples=9 max_ns=9 mean_ns=9 misses=0\n\
+                       [freertos] bench: experiment=dispatch metric=max value=5 unit=ns\n\
+                       [rtos-high] bench: experiment=dispatch metric=max value=7 unit=ns\n\
+                       [linux] rt: samples=1 max_ns=1 mean_ns=1 misses=0\n";
+        let m = parse(console, VM);
+        assert_eq!(m, [Measure::new("dispatch", "max", 5.0, "ns")]);
     }
 
     #[test]
     fn malformed_lines_are_skipped() {
         let console = "bench: experiment=x metric=m value=abc unit=ns\nbench: done\n\
                        rt: samples=oops\n";
-        assert!(parse(console).is_empty());
+        assert!(parse(console, VM).is_empty());
     }
 }

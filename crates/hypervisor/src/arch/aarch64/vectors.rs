@@ -13,6 +13,11 @@
 //! vector: when it finishes the exit, the guest is loaded back at once, without restoring the
 //! host's registers, returning to the scheduler and entering it again. The vector tells those
 //! exits apart by ESR_EL2.EC only.
+//! A data abort has its own, shorter entry (`ShortExitHandler::data_abort`): only the guest's
+//! caller-saved registers (x0..x18, x30) are saved before the call, since the Rust handler
+//! keeps x19..x29 as the procedure call standard says and ELR/SPSR stay in the CPU, and only
+//! those are loaded back. When it does not finish the exit, x19..x29, ELR and SPSR are saved
+//! too and the exit goes to the general short exit or returns, exactly as any other.
 //! Exceptions taken from EL2 itself are Partita bugs and end in a panic. This module must
 //! never interpret a trap: decoding belongs to `trap.rs` and `partita_core::trap`.
 
@@ -21,6 +26,8 @@ use core::ffi::c_void;
 use core::mem::offset_of;
 
 use aarch64_cpu::registers::{Readable, Writeable, ELR_EL2, ESR_EL2, FAR_EL2, VBAR_EL2};
+
+use partita_core::trap::Register;
 
 /// The guest's register file as the world switch saves and loads it.
 #[repr(C, align(16))]
@@ -41,32 +48,101 @@ pub enum Exit {
 }
 
 extern "C" {
-    fn enter_guest_raw(regs: *mut GuestRegs, short: *mut c_void, call: ShortCall) -> u64;
+    fn enter_guest_raw(
+        regs: *mut GuestRegs,
+        short: *mut c_void,
+        call: ShortCall,
+        data_abort: DataAbortCall,
+    ) -> u64;
     static partita_vectors: u8;
 }
 
 /// How the vectors call the short exit: `(clock, regs, short, exit kind)` → 1 when done.
 type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
+/// How the data-abort vector calls `ShortExitHandler::data_abort`: `(clock, regs, short)` → a
+/// `DataAbort` as u64.
+type DataAbortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
 
-/// Runs the guest with `regs` until it traps to EL2 with an exit `short` does not finish.
-///
-/// `short` is asked about every physical IRQ and every data abort, HVC, SMC and trapped
-/// system register from the guest before the host's registers are restored: given the
-/// guest's saved registers, the EL2 clock when the exception was taken (`counters`'s clock)
-/// and the exit, it returns true when it has done everything the exit needed, and the guest
-/// goes straight back in with the registers as it left them; false returns the exit.
-pub fn enter_guest<F: FnMut(&mut GuestRegs, u64, Exit) -> bool>(
-    regs: &mut GuestRegs,
-    short: &mut F,
-) -> Exit {
-    let call: ShortCall = short_exit::<F>;
+/// The short exits of an entered vCPU (`enter_guest`).
+pub trait ShortExitHandler {
+    /// A physical IRQ, or a data abort, HVC, SMC or trapped system register from the guest,
+    /// taken at `start` (`counters`'s clock) with every guest register saved in `regs`: true
+    /// when it did everything the exit needed, and the guest goes straight back in with the
+    /// registers as it left them; false returns the exit from `enter_guest`.
+    fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> bool;
+
+    /// A data abort from the guest taken at `start`, asked first, with only the guest's
+    /// caller-saved registers saved and ELR in ELR_EL2 (`CallerSaved`). Whatever it does not
+    /// finish it must leave untouched.
+    fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> DataAbort;
+}
+
+/// What `ShortExitHandler::data_abort` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum DataAbort {
+    /// Nothing: `enter_guest` returns the exit (`Exit::Synchronous`) to the general path.
+    General = 0,
+    /// Finished: the guest's caller-saved registers are loaded back and it runs on (at
+    /// ELR_EL2, which the access moved past the instruction).
+    Done = 1,
+    /// Nothing, because the access names a register that was not saved: every register is
+    /// saved and the exit goes to `ShortExitHandler::exit`.
+    AllRegisters = 2,
+}
+
+/// The guest's register file at a data abort's short exit: x0..x18 and x30 hold the guest's
+/// values; x19..x29, ELR and SPSR do not (the guest's are still in the CPU's registers, kept
+/// by the Rust code as callee-saved, and in ELR_EL2 and SPSR_EL2), so x19..x29 can be
+/// neither read nor written here and ELR moves in ELR_EL2 (`advance`).
+#[repr(transparent)]
+pub struct CallerSaved(GuestRegs);
+
+impl CallerSaved {
+    /// Whether `r` can be read and written here (XZR always: it reads as zero).
+    #[inline]
+    fn holds(r: Register) -> bool {
+        match r {
+            Register::X(n) => !(19..=29).contains(&n),
+            Register::Zero => true,
+        }
+    }
+
+    /// The value of register `r`, if it is saved (`holds`).
+    #[inline]
+    pub fn get(&self, r: Register) -> Option<u64> {
+        Self::holds(r).then(|| self.0.get(r))
+    }
+
+    /// Writes register `r` if it is saved (`holds`).
+    #[inline]
+    pub fn set(&mut self, r: Register, value: u64) {
+        if Self::holds(r) {
+            self.0.set(r, value);
+        }
+    }
+
+    /// Moves the guest's ELR (ELR_EL2, loaded by the `eret`) past the trapped instruction
+    /// of `len` bytes.
+    #[inline]
+    pub fn advance(&mut self, len: u64) {
+        ELR_EL2.set(ELR_EL2.get().wrapping_add(len));
+    }
+}
+
+/// Runs the guest with `regs` until it traps to EL2 with an exit `short` does not finish
+/// (`ShortExitHandler`).
+pub fn enter_guest<S: ShortExitHandler>(regs: &mut GuestRegs, short: &mut S) -> Exit {
+    let call: ShortCall = short_exit::<S>;
+    let data_abort: DataAbortCall = data_abort_exit::<S>;
     let short = core::ptr::from_mut(short).cast::<c_void>();
     // SAFETY: `regs` is a valid, exclusively borrowed register file for the duration of the
     // call; the assembly saves and restores every callee-saved register of the host and
-    // returns on the same stack. `short` is an exclusively borrowed `F`, used only by
-    // `call` (`short_exit::<F>`) during the call. Stage 2, HCR_EL2 and the EL1 context of
-    // this guest are loaded by the caller, so the guest can only reach its own memory.
-    let kind = unsafe { enter_guest_raw(regs, short, call) };
+    // returns on the same stack. `short` is an exclusively borrowed `S`, used only by
+    // `call` (`short_exit::<S>`) and `data_abort` (`data_abort_exit::<S>`) during the call.
+    // Stage 2, HCR_EL2 and the EL1 context of this guest are loaded by the caller, so the
+    // guest can only reach its own memory.
+    let kind = unsafe { enter_guest_raw(regs, short, call, data_abort) };
     Exit::from_kind(kind)
 }
 
@@ -85,7 +161,7 @@ impl Exit {
 /// Called by the vectors with the guest's registers saved and the host's not yet restored
 /// (on the EL2 stack below `enter_guest_raw`'s frame): 1 when `short` finished the exit and
 /// the guest is loaded back, 0 when `enter_guest_raw` returns it.
-extern "C" fn short_exit<F: FnMut(&mut GuestRegs, u64, Exit) -> bool>(
+extern "C" fn short_exit<S: ShortExitHandler>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
@@ -93,9 +169,23 @@ extern "C" fn short_exit<F: FnMut(&mut GuestRegs, u64, Exit) -> bool>(
 ) -> u64 {
     // SAFETY: `enter_guest` passed these two pointers to `enter_guest_raw`, which is still
     // running: `regs` is its exclusively borrowed register file (the guest is not running,
-    // the assembly touches it again only after this returns) and `short` its `&mut F`.
-    let (regs, short) = unsafe { (&mut *regs, &mut *short.cast::<F>()) };
-    u64::from(short(regs, start, Exit::from_kind(kind)))
+    // the assembly touches it again only after this returns) and `short` its `&mut S`.
+    let (regs, short) = unsafe { (&mut *regs, &mut *short.cast::<S>()) };
+    u64::from(short.exit(regs, start, Exit::from_kind(kind)))
+}
+
+/// Called by the data-abort vector with the guest's caller-saved registers and ELR saved
+/// (`CallerSaved`): what `short` did, as `DataAbort`'s value.
+extern "C" fn data_abort_exit<S: ShortExitHandler>(
+    start: u64,
+    regs: *mut GuestRegs,
+    short: *mut c_void,
+) -> u64 {
+    // SAFETY: as in `short_exit`: `enter_guest_raw` is running, `regs` is its exclusively
+    // borrowed register file and `short` its `&mut S`. `CallerSaved` is a transparent
+    // wrapper of `GuestRegs`, so the cast keeps layout and validity.
+    let (regs, short) = unsafe { (&mut *regs.cast::<CallerSaved>(), &mut *short.cast::<S>()) };
+    short.data_abort(regs, start) as u64
 }
 
 /// Points VBAR_EL2 at Partita's vector table on this CPU.
@@ -141,21 +231,35 @@ global_asm!(
     b       guest_short
 .endm
 
-// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24), HVC (0x16), SMC (0x17) or
-// trapped system register (0x18) takes the short exit.
+// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) takes its own short exit
+// (`guest_data_abort`, with the guest's x2..x30 still live); HVC (0x16), SMC (0x17) or a
+// trapped system register (0x18) the general short exit.
 .macro guest_sync_vector
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
-    stp     x2, x3, [sp, #16]
-    mov     x3, #0
     mrs     x0, esr_el2
     lsr     x0, x0, #26
     cmp     x0, #0x24
-    b.eq    guest_short
+    b.eq    guest_data_abort
+    stp     x2, x3, [sp, #16]
+    mov     x3, #0
     sub     x0, x0, #0x16
     cmp     x0, #2
     b.ls    guest_short
     b       guest_exit
+.endm
+
+// Reads the EL2 clock into \reg as `counters` does: the PMU cycle counter, or the generic
+// counter times 16.
+.macro read_clock reg, wreg
+    adrp    \reg, {pmu}
+    ldrb    \wreg, [\reg, :lo12:{pmu}]
+    cbz     \wreg, 1f
+    mrs     \reg, pmccntr_el0
+    b       2f
+1:  mrs     \reg, cntpct_el0
+    lsl     \reg, \reg, #4
+2:
 .endm
 
 // Stores the guest's registers into `GuestRegs` at x1: x4..x30 as they are, x0..x3 from
@@ -214,7 +318,7 @@ enter_guest_raw:
     stp     x23, x24, [sp, #-16]!
     stp     x21, x22, [sp, #-16]!
     stp     x19, x20, [sp, #-16]!
-    stp     x2, xzr, [sp, #-16]!
+    stp     x2, x3, [sp, #-16]!
     stp     x0, x1, [sp, #-16]!
 
 // Loads the guest's registers from x0 and enters it.
@@ -244,20 +348,16 @@ load_guest:
     isb
 
 // Entered from a vector with the guest's x0..x3 pushed and the exit kind in x3: reads the
-// clock (as `counters` does: the PMU cycle counter, or the generic counter times 16), saves
-// the guest's registers and calls the short exit `call(clock, regs, short, kind)`
+// clock, saves the guest's registers and calls the short exit `call(clock, regs, short, kind)`
 // (`enter_guest_raw`'s third and second arguments, kept in its frame). x19 keeps the kind
 // across the call: the host's x19 is in the frame and the guest's in `regs`.
 guest_short:
-    adrp    x2, {pmu}
-    ldrb    w2, [x2, :lo12:{pmu}]
-    cbz     w2, 1f
-    mrs     x2, pmccntr_el0
-    b       2f
-1:  mrs     x2, cntpct_el0
-    lsl     x2, x2, #4
-2:  ldr     x1, [sp, #32]
+    read_clock x2, w2
+    ldr     x1, [sp, #32]
     save_guest
+// The same with the guest's registers saved in `GuestRegs` at x1, the vector's push popped,
+// the clock in x2 and the kind in x3.
+short_call:
     mov     x0, x2
     mov     x19, x3
     ldr     x2, [sp, #8]
@@ -267,6 +367,69 @@ guest_short:
     ldr     x0, [sp]
     b       load_guest
 3:  mov     x0, x19
+    b       restore_host
+
+// Entered from the synchronous vector for a data abort, with the guest's x0, x1 pushed (32
+// bytes) and x2..x30 live: reads the clock, saves the guest's caller-saved registers (x0..x18,
+// x30) and calls `data_abort(clock, regs, short)` (`enter_guest_raw`'s fourth argument). The
+// Rust code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the guest's (EL2 takes no
+// exception it returns from; a finished access moves ELR_EL2 itself), so after
+// `DataAbort::Done` (1) only the saved registers are loaded back. Otherwise x19..x29, ELR
+// and SPSR are saved as well and the exit goes to the general short exit (`AllRegisters`,
+// 2, with the same clock, kept in the push's free half) or returns to the host (`General`,
+// 0).
+guest_data_abort:
+    read_clock x0, w0
+    ldr     x1, [sp, #32]
+    stp     x2, x3, [x1, #16]
+    stp     x4, x5, [x1, #32]
+    stp     x6, x7, [x1, #48]
+    stp     x8, x9, [x1, #64]
+    stp     x10, x11, [x1, #80]
+    stp     x12, x13, [x1, #96]
+    stp     x14, x15, [x1, #112]
+    stp     x16, x17, [x1, #128]
+    str     x18, [x1, #144]
+    str     x30, [x1, #240]
+    ldp     x2, x3, [sp]
+    stp     x2, x3, [x1, #0]
+    str     x0, [sp, #16]
+    ldr     x2, [sp, #40]
+    ldr     x3, [sp, #56]
+    blr     x3
+    cmp     x0, #1
+    b.ne    4f
+    add     sp, sp, #32
+    ldr     x0, [sp]
+    ldp     x2, x3, [x0, #16]
+    ldp     x4, x5, [x0, #32]
+    ldp     x6, x7, [x0, #48]
+    ldp     x8, x9, [x0, #64]
+    ldp     x10, x11, [x0, #80]
+    ldp     x12, x13, [x0, #96]
+    ldp     x14, x15, [x0, #112]
+    ldp     x16, x17, [x0, #128]
+    ldr     x18, [x0, #144]
+    ldr     x30, [x0, #240]
+    ldp     x0, x1, [x0, #0]
+    eret
+    dsb     nsh
+    isb
+4:  ldr     x1, [sp, #32]
+    stp     x19, x20, [x1, #152]
+    stp     x21, x22, [x1, #168]
+    stp     x23, x24, [x1, #184]
+    stp     x25, x26, [x1, #200]
+    stp     x27, x28, [x1, #216]
+    str     x29, [x1, #232]
+    mrs     x4, elr_el2
+    mrs     x5, spsr_el2
+    stp     x4, x5, [x1, #{elr}]
+    ldr     x2, [sp, #16]
+    add     sp, sp, #32
+    mov     x3, #0
+    cbnz    x0, short_call
+    mov     x0, x3
     b       restore_host
 
 // Entered from a guest vector with the guest's x0..x3 pushed and the exit kind in x3.
