@@ -61,6 +61,38 @@ pub fn describe(system: &System) -> String {
             );
         }
     }
+    if let Some(f) = &cfg.fabric {
+        let _ = writeln!(
+            out,
+            "fabric: CPU {}, {} region(s), {} accelerator(s)",
+            f.cpu,
+            f.regions.len(),
+            f.accelerators.len()
+        );
+        for (d, a) in f.accelerators.iter().enumerate() {
+            let pages: Vec<String> = a
+                .vms
+                .iter()
+                .filter_map(|name| {
+                    let vm = cfg.vms.iter().position(|v| v.name == *name)?;
+                    let page = f.interface_page(vm, d)?;
+                    Some(format!("{name} {page:#x}"))
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "  accelerator[{d}] {} at {:#x}, irq {}: interface pages {}",
+                a.name,
+                a.base,
+                a.irq,
+                if pages.is_empty() {
+                    "unplanned".to_string()
+                } else {
+                    pages.join(", ")
+                }
+            );
+        }
+    }
     out
 }
 

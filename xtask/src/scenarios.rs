@@ -413,6 +413,43 @@ const PROBE_SPI: &[Expect] = &[
     Expect::NoLine("[partita] vm spi: fault: *"),
 ];
 
+/// Ker-ONE's OFDM experiment (configs/ofdm.toml, docs/accelerators.md): every job of the RTOS
+/// VM's two tasks and the GPOS VM's three gives the software reference's result, the
+/// fabric preempted and reconfigured at least once, refused nothing, the RTOS's worst
+/// allocation latency is within eq. 5's bound, and neither FreeRTOS missed a release.
+const OFDM: &[Expect] = &[
+    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=4 frames=4 ok=4 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=4 frames=4 ok=4 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=qam64 model=native jobs=8 frames=16 ok=8 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=fft1024 model=guest jobs=8 frames=16 ok=8 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=fft512 model=guest jobs=8 frames=16 ok=8 bad=0 *"),
+    Expect::Line("[rtos] ofdm: done; rt: samples=* misses=0"),
+    Expect::Line("[gpos] ofdm: done; rt: samples=* misses=0"),
+    Expect::Line("[partita] fabric: requests=* preemptions=* reconfigurations=* refused=0 *"),
+    Expect::NoLine("[partita] fabric: * preemptions=0 *"),
+    Expect::NoLine("[partita] fabric: * reconfigurations=0 *"),
+    Expect::Line("[partita] fabric: frame_worst_ns=* rtos_alloc_worst_ns=* within=true"),
+    Expect::Line("[partita] all VMs powered off"),
+    Expect::NoLine("[partita] vm *: fault*"),
+    Expect::NoLine(PANIC),
+];
+
+/// The fabric's hostile probes beside the RTOS's OFDM tasks (configs/tests/hostile-fabric.toml):
+/// every probe held (interfaces not its own abort, DMA outside the VM is refused), and
+/// FreeRTOS got every result right without a miss.
+const HOSTILE_FABRIC: &[Expect] = &[
+    Expect::Line("[prober] hostile: done, 2 probes, 0 breaches"),
+    Expect::NoLine("[prober] hostile: probe * BREACH *"),
+    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=12 frames=12 ok=12 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=12 frames=12 ok=12 bad=0 *"),
+    Expect::Line("[rtos] ofdm: done; rt: samples=* misses=0"),
+    Expect::NoLine("[partita] fabric: * refused=0 *"),
+    Expect::Line("[partita] fabric: frame_worst_ns=* rtos_alloc_worst_ns=* within=true"),
+    Expect::Line("[partita] all VMs powered off"),
+    Expect::NoLine("[partita] vm *: fault*"),
+    Expect::NoLine(PANIC),
+];
+
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "probe-cortex-a72",
@@ -1134,6 +1171,26 @@ pub const SCENARIOS: &[Scenario] = &[
         end: End::Exit(0),
         timeout_secs: 60,
         expect: &[Expect::NoLine(PANIC)],
+    },
+    Scenario {
+        name: "ofdm",
+        boot: Boot::Partita("configs/ofdm.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 300,
+        expect: OFDM,
+    },
+    Scenario {
+        name: "hostile-fabric",
+        boot: Boot::Partita("configs/tests/hostile-fabric.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 300,
+        expect: HOSTILE_FABRIC,
     },
     Scenario {
         name: "console",

@@ -22,9 +22,10 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::lock::Mutex;
 use partita_core::config::{ConsoleView, SystemConfig};
 use partita_core::console::{Terminal, View, VmOutput, MAX_LINE};
-use spin::{Mutex, Once};
+use spin::Once;
 
 use crate::arch::aarch64::{gic, semihosting};
 use crate::uart::Uart;

@@ -57,7 +57,7 @@ pub fn run(cpu: usize) -> ! {
     let board = config.board.platform.board();
     gic::init_cpu(board, cpu);
     if crate::fabric::is_fabric_cpu(cpu) {
-        crate::fabric::run();
+        crate::fabric::run(board);
     }
     crate::counters::init_cpu();
     scheduler::enable_for_vms(board, cpu);

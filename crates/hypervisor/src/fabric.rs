@@ -8,9 +8,14 @@
 //! that page of that VM invalidated). The fabric CPU (`run`) is the hardware: it sees START
 //! in a connected page, moves the data by DMA within the VM's RAM (`accel::job`), computes
 //! frame by frame, stops at a consistency point when the manager preempts the task, saves its
-//! sealed context, and loads bitstreams for as long as the time model says. It yields its
-//! CPU every few microseconds of computing, so under QEMU's round robin the RTOS's CPU never
-//! waits for a whole frame; no VM CPU ever computes a frame.
+//! sealed context, and loads bitstreams for as long as the time model says. Between pieces of
+//! work it waits in WFI on its EL2 timer, never spinning, and it keeps that timer armed at
+//! most a beat ahead (`beat`), so under QEMU's round robin no CPU's turn outlasts a beat;
+//! no VM CPU ever computes a frame.
+//!
+//! A VM that writes an unconnected page in the native model waits like WFI (the trap
+//! answers `Requested::Waiting` and its vCPU blocks); the connection wakes it
+//! (`take_writer_wake`, then `FABRIC_SGI`) and the write runs again.
 //!
 //! Signals and completions reach a VM as its accelerator's SPI, raised by the VM's CPU on
 //! `FABRIC_SGI` (like a doorbell), and the SIGNAL word in the page. The lock is taken for
@@ -20,6 +25,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::lock::Mutex;
 use partita_core::accel::functions::Function;
 use partita_core::accel::interface::{int_ctrl, reg, stat, Context, Signal, SEALED_LEN};
 use partita_core::accel::job::{Job, Registers};
@@ -28,11 +34,12 @@ use partita_core::accel::policy::idle_then_smallest;
 use partita_core::accel::prr::PrrState;
 use partita_core::accel::{DevId, PrrId, VmId};
 use partita_core::config::SystemConfig;
-use spin::{Mutex, Once};
+use spin::Once;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::stage2::{InterfacePte, Stage2Map};
 use crate::arch::aarch64::{gic, timer};
+use crate::beat;
 use crate::memory;
 use crate::println;
 
@@ -92,6 +99,9 @@ struct State {
     stats: Stats,
     /// Per interface: when its outstanding request was made (for the RTOS's latency).
     requested_at: Vec<Option<u64>>,
+    /// Per interface: the CPU whose vCPU waits in a trapped write to it (native model) for
+    /// the connection.
+    native_waiting: Vec<Option<u8>>,
 }
 
 pub struct Fabric {
@@ -106,8 +116,11 @@ pub struct Fabric {
     state: Mutex<State>,
     /// Per VM: bit `d` when device `d`'s interrupt is due.
     pending: Vec<AtomicU64>,
+
     vm_cpu: Vec<u8>,
     cpu_pending: [AtomicBool; MAX_CPUS],
+    /// Per CPU: an interface one of its vCPUs waited for in a trapped write is connected.
+    writer_wake: [AtomicBool; MAX_CPUS],
 }
 
 static FABRIC: Once<Fabric> = Once::new();
@@ -173,6 +186,7 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             regions: (0..f.regions.len()).map(|_| Region::default()).collect(),
             stats: Stats::default(),
             requested_at: vec![None; config.vms.len() * devs],
+            native_waiting: vec![None; config.vms.len() * devs],
         }),
         pending: config.vms.iter().map(|_| AtomicU64::new(0)).collect(),
         vm_cpu: config
@@ -181,6 +195,7 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             .map(|vm| vm.cpus.first().copied().unwrap_or(0))
             .collect(),
         cpu_pending: [const { AtomicBool::new(false) }; MAX_CPUS],
+        writer_wake: [const { AtomicBool::new(false) }; MAX_CPUS],
     });
 }
 
@@ -218,19 +233,21 @@ pub fn map(vm: usize, stage2: &mut Stage2Map) {
 pub enum Requested {
     /// The page is writable now: the write is executed again.
     Retry,
-    /// Queued (or a job is saved), native model: the write is executed again (the VM
-    /// spins in it until it is connected).
+    /// Queued (or a job is saved), native model: the vCPU waits as in WFI (its interrupts
+    /// still wake it) and the write is executed again when it resumes; the connection wakes
+    /// it (`take_writer_wake`).
     Waiting,
     /// Queued, guest model (INT_CTRL takes signals): the write is dropped; IPC_READY comes
     /// when the page is connected.
     Dropped,
 }
 
-/// A write of VM `vm` to guest-physical `ipa` faulted (of `value`, when the syndrome says):
+/// A write of VM `vm`'s vCPU placed on CPU `cpu` to guest-physical `ipa` faulted (of
+/// `value`, when the syndrome says):
 /// if `ipa` is one of its interface pages, that is its request (Request(vm, dev, prio));
 /// `None` when it is not. A 32-bit write of INT_CTRL is stored even unconnected: the
 /// fabric only reads it, and it chooses the programming model before the answer.
-pub fn request(vm: usize, ipa: u64, value: Option<u32>) -> Option<Requested> {
+pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Requested> {
     let f = get()?;
     let start = now_ns();
     let cfg = f.config.fabric.as_ref()?;
@@ -283,7 +300,10 @@ pub fn request(vm: usize, ipa: u64, value: Option<u32>) -> Option<Requested> {
     Some(match answer {
         Answer::Connected => Requested::Retry,
         Answer::Waiting | Answer::NoInterface if guest_model => Requested::Dropped,
-        Answer::Waiting | Answer::NoInterface => Requested::Waiting,
+        Answer::Waiting | Answer::NoInterface => {
+            st.native_waiting[slot] = Some(cpu);
+            Requested::Waiting
+        }
     })
 }
 
@@ -298,6 +318,7 @@ pub fn release(vm: usize) {
     f.perform(&mut st, &out, now);
     for dev in 0..f.devs {
         st.requested_at[vm * f.devs + dev] = None;
+        st.native_waiting[vm * f.devs + dev] = None;
         if let Some(Some(iface)) = st.interfaces.get(vm * f.devs + dev) {
             memory::clear(iface.page, 0x1000);
         }
@@ -345,6 +366,14 @@ pub fn take(vm: usize) -> Vec<u32> {
         .filter(|d| bits & (1 << d) != 0)
         .map(|d| f.irqs[d])
         .collect()
+}
+
+/// Whether a vCPU of CPU `cpu` waited in a trapped write for an interface that is connected
+/// now (the CPU's blocked vCPUs are woken; the write runs again); clears the flag.
+pub fn take_writer_wake(cpu: u8) -> bool {
+    get()
+        .and_then(|f| f.writer_wake.get(usize::from(cpu)))
+        .is_some_and(|flag| flag.swap(false, Ordering::Acquire))
 }
 
 /// Prints the fabric's figures (when the run ends).
@@ -402,6 +431,14 @@ impl Fabric {
         // rounds, and the VM's CPU takes the signal within one of its own: a frame's worth
         // of slack covers both.
         partita_core::accel::timing::alloc_wcet(paths, frame, rcfg) + frame
+    }
+
+    /// A vCPU of CPU `cpu` waits in a trapped write to a page connected now: the CPU wakes it.
+    fn wake_writer(&self, cpu: u8) {
+        if let Some(flag) = self.writer_wake.get(usize::from(cpu)) {
+            flag.store(true, Ordering::Release);
+            gic::send_sgi(FABRIC_SGI as u8, cpu);
+        }
     }
 
     fn raise(&self, vm: VmId, dev: DevId) {
@@ -479,6 +516,9 @@ impl Fabric {
                     }
                     if let Some(Some(Interface { pte: Some(pte), .. })) = st.interfaces.get(slot) {
                         pte.set_writable(true);
+                    }
+                    if let Some(cpu) = st.native_waiting[slot].take() {
+                        self.wake_writer(cpu);
                     }
                 }
                 Action::Disconnect { vm, dev, prr } => {
@@ -562,36 +602,32 @@ struct Hardware {
     computed: Option<Computed>,
 }
 
-/// Gives the emulated CPU back to QEMU's round robin for a turn of the other CPUs (YIELD is
-/// a hint: real hardware runs on). A VM's CPU does it too while the VM spins in a trapped
-/// write waiting for a connection (the native model), so the fabric CPU gets its turn.
-pub fn yield_cpu() {
-    pace();
-}
-
-fn pace() {
-    // SAFETY: a hint instruction with no architectural effect.
-    unsafe { core::arch::asm!("yield", options(nomem, nostack)) };
-}
-
 /// The programmable logic: the fabric CPU's loop, forever.
-pub fn run() -> ! {
+pub fn run(board: &partita_core::board::Board) -> ! {
     let Some(f) = get() else {
         panic!("fabric: no fabric configured")
     };
+    gic::enable(board, board.timer_hyp_irq);
+    beat::start();
     let n = f.state.lock().regions.len();
     let mut hw: Vec<Hardware> = (0..n).map(|_| Hardware::default()).collect();
     let mut buffer = vec![0u8; MAX_OUTPUT_FRAME];
     let mut turn = 0usize;
     loop {
+        beat::keep();
         let now = now_ns();
-        let mut busy = false;
+        // The earliest time something is due here: a load, a hold's expiry, a frame's end.
+        let mut next: Option<u64> = None;
+        let mut due = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         {
             let mut st = f.state.lock();
             let mut out = Actions::new();
             if st.manager.next_expiry().is_some_and(|t| t <= now) {
                 st.manager.expire(now, &mut out);
                 f.perform(&mut st, &out, now);
+            }
+            if let Some(t) = st.manager.next_expiry() {
+                due(t);
             }
             for (p, hw) in hw.iter_mut().enumerate() {
                 let prr = p as PrrId;
@@ -606,6 +642,9 @@ pub fn run() -> ! {
                     st.manager.reconfigured(prr, now, &mut out);
                     f.perform(&mut st, &out, now);
                 }
+                if let Some(t) = st.regions[p].reconfig_until {
+                    due(t);
+                }
                 if let Some((vm, dev, job)) = st.regions[p].resume.take() {
                     if st.manager.started(prr) {
                         st.regions[p].running = Some((vm, dev));
@@ -619,20 +658,26 @@ pub fn run() -> ! {
                 if hw.job.is_none() {
                     start_if_asked(f, &mut st, prr, now, hw);
                 }
-                busy |= hw.job.is_some();
             }
         }
-        // One frame's work of one region per round, the regions in turn.
+        // One piece of work of one region per round, the regions in turn: a frame computed,
+        // or a computed frame committed at its time.
+        let mut worked = false;
         for k in 0..n {
             let p = (turn + k) % n;
-            if hw[p].job.is_some() {
+            if hw[p].job.is_some() && step(f, p as PrrId, &mut hw[p], &mut buffer) {
                 turn = p + 1;
-                step(f, p as PrrId, &mut hw[p], &mut buffer);
+                worked = true;
                 break;
             }
         }
-        if !busy {
-            pace();
+        if !worked {
+            for h in &hw {
+                if let Some(c) = &h.computed {
+                    due(c.due);
+                }
+            }
+            beat::wait(next);
         }
     }
 }
@@ -693,13 +738,14 @@ fn start_if_asked(f: &Fabric, st: &mut State, prr: PrrId, now: u64, hw: &mut Har
 }
 
 /// Advances region `prr`'s task: computes its next frame, or commits the computed one once
-/// the time model says the frame is over (a consistency point).
-fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) {
+/// the time model says the frame is over (a consistency point). False when there was
+/// nothing to do yet (the computed frame is not due).
+fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
     let Some((vm, dev, mut job)) = hw.job else {
-        return;
+        return false;
     };
     let Some(frame) = job.next_frame() else {
-        return;
+        return false;
     };
     let function = f.functions[usize::from(dev)];
     let Some(computed) = hw.computed.take() else {
@@ -709,28 +755,27 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) {
         let input =
             unsafe { core::slice::from_raw_parts(frame.input as *const u8, frame.input_len) };
         let output = &mut buffer[..frame.output_len];
-        let mut paced = || pace();
+        let mut paced = beat::keep;
         if function.frame_paced(input, output, &mut paced).is_err() {
             hw.job = None;
-            return;
+            return true;
         }
         hw.computed = Some(Computed {
             output: output.to_vec(),
             due: hw.frame_started + f.frame_ns[usize::from(dev)],
         });
-        return;
+        return true;
     };
     let now = now_ns();
     if now < computed.due {
         hw.computed = Some(computed);
-        pace();
-        return;
+        return false;
     }
     let mut st = f.state.lock();
     if st.regions[usize::from(prr)].running != Some((vm, dev))
         || st.regions[usize::from(prr)].dropped
     {
-        return;
+        return true;
     }
     // SAFETY: as for the input: the frame's output lies in the VM's RAM (checked by `Job`),
     // and the VM is not being rebuilt while its task runs here (`quiet`).
@@ -745,7 +790,7 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) {
     st.stats.frames += 1;
     st.stats.frame_worst_ns = st.stats.frame_worst_ns.max(now - hw.frame_started);
     let Some(page) = Fabric::page(&st, f.devs, vm, dev) else {
-        return;
+        return true;
     };
     let mut out = Actions::new();
     if job.finished() {
@@ -761,7 +806,7 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) {
         if read32(page + reg::INT_CTRL) & int_ctrl::ON_OVER != 0 {
             f.raise(vm, dev);
         }
-        return;
+        return true;
     }
     if st.manager.prr(prr).map(|d| d.state) == Some(PrrState::Preempt) {
         st.regions[usize::from(prr)].saving = Some(job.context());
@@ -772,8 +817,9 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) {
         let mut out = Actions::new();
         st.manager.switched(prr, true, now, &mut out);
         f.perform(&mut st, &out, now);
-        return;
+        return true;
     }
     hw.job = Some((vm, dev, job));
     hw.frame_started = now;
+    true
 }

@@ -13,11 +13,12 @@
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
+use crate::lock::Mutex;
 use heapless::Deque;
 use partita_core::config::{ConsoleView, SystemConfig, VmKind};
 use partita_core::console::View;
 use partita_core::devices::console_input::{FocusKeys, Keystroke};
-use spin::{Mutex, Once};
+use spin::Once;
 
 use crate::arch::aarch64::gic;
 use crate::{console, println};

@@ -12,6 +12,7 @@
 extern crate alloc;
 
 mod arch;
+mod beat;
 mod board;
 mod console;
 mod counters;
@@ -23,6 +24,7 @@ mod hypercall;
 mod inject;
 mod input;
 mod ivc;
+mod lock;
 mod memory;
 mod migrate;
 mod panic;

@@ -6,7 +6,7 @@
 
 use alloc::vec::Vec;
 
-use spin::Mutex;
+use crate::lock::Mutex;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::gic;

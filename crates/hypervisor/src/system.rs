@@ -9,9 +9,10 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::lock::Mutex;
 use partita_core::bundle::{self, Bundle};
 use partita_core::config;
-use spin::{Mutex, Once};
+use spin::Once;
 
 use crate::arch::aarch64::{psci, semihosting};
 use crate::console;
@@ -114,7 +115,7 @@ impl System {
                     return shared;
                 }
             }
-            core::hint::spin_loop();
+            crate::lock::yield_cpu();
         }
     }
 

@@ -23,7 +23,9 @@ pub enum Outcome {
     /// A physical interrupt made the vCPU exit, or it rang a doorbell of a VM on this CPU:
     /// the CPU's scheduler handles it.
     Interrupt,
-    /// WFI (already stepped over): the vCPU waits until an interrupt is pending for it.
+    /// WFI (already stepped over), or a native-model write to an unconnected accelerator
+    /// interface (not stepped over: it runs again): the vCPU waits until an interrupt is
+    /// pending for it, or its interface is connected.
     Wait,
     /// PSCI CPU_OFF while another vCPU of the VM is on: the vCPU waits for a CPU_ON.
     Off,
@@ -136,13 +138,11 @@ fn data_abort(vm: &mut Vm, abort: DataAbort, len: u64) -> Outcome {
             .access
             .filter(|a| a.size.mask() == u64::from(u32::MAX))
             .map(|a| vm.vcpu.reg(a.register) as u32);
-        match fabric::request(vm.index(), ipa, value) {
+        match fabric::request(vm.index(), vm.home(), ipa, value) {
             Some(Requested::Retry) => return Outcome::Resume,
             Some(Requested::Dropped) => return skip(vm, len),
-            Some(Requested::Waiting) => {
-                fabric::yield_cpu();
-                return Outcome::Resume;
-            }
+            // Native model: the vCPU waits as in WFI, the write not stepped over.
+            Some(Requested::Waiting) => return Outcome::Wait,
             None => {}
         }
     }

@@ -22,7 +22,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
-use spin::Mutex;
+use crate::lock::Mutex;
 
 use partita_core::board::{Board, Region};
 use partita_core::bundle::VmImages;
@@ -183,7 +183,7 @@ impl Shared {
     }
 
     /// Its devices and virtual GIC, locked.
-    pub fn hardware(&self) -> spin::MutexGuard<'_, Hardware> {
+    pub fn hardware(&self) -> crate::lock::MutexGuard<'_, Hardware> {
         self.hw.lock()
     }
 

@@ -13,6 +13,7 @@
 //!   stop the VM as faulted;
 //! - `reset`: on boot 1 ask PSCI SYSTEM_RESET, on boot 2 report and power off;
 //! - `hostile`: run the numbered hostile probes (`hostile`), then power off;
+//! - `fabric`: run the fabric's hostile probes (`hostile::fabric::PROBES`), then power off;
 //! - `wreck`: destroy its own vectors and translation tables, so Partita must stop the VM;
 //! - `spin`: loop forever with interrupts masked, never trapping;
 //! - `resetloop`: PSCI SYSTEM_RESET at once on every boot up to the 50th, then WFI forever;
@@ -53,6 +54,7 @@ enum Mode {
     Crash,
     Reset,
     Hostile,
+    Fabric,
     Wreck,
     Spin,
     ResetLoop,
@@ -72,6 +74,7 @@ impl Mode {
                 "smp" => Some(Mode::Smp),
                 "checks" => Some(Mode::Checks),
                 "hostile" => Some(Mode::Hostile),
+                "fabric" => Some(Mode::Fabric),
                 "wreck" => Some(Mode::Wreck),
                 "spin" => Some(Mode::Spin),
                 "resetloop" => Some(Mode::ResetLoop),
@@ -97,6 +100,10 @@ extern "C" fn probe_main(dtb: u64) -> ! {
         Mode::Reset => reset(&platform),
         Mode::Hostile => {
             hostile::run_all(&platform);
+            power_off()
+        }
+        Mode::Fabric => {
+            hostile::run_fabric(&platform);
             power_off()
         }
         Mode::Wreck => hostile::lifecycle::wreck(),
@@ -159,6 +166,22 @@ pub fn crash() -> ! {
         aarch64_cpu::asm::wfe();
     }
 }
+
+/// partita-core, whose interface register map the fabric probes use, links `alloc`; the probe
+/// allocates nothing, so every allocation fails.
+struct NoHeap;
+
+// SAFETY: `alloc` returns null (allocation failure), which `GlobalAlloc` allows, and
+// `dealloc` is never given a pointer `alloc` returned.
+unsafe impl core::alloc::GlobalAlloc for NoHeap {
+    unsafe fn alloc(&self, _: core::alloc::Layout) -> *mut u8 {
+        core::ptr::null_mut()
+    }
+    unsafe fn dealloc(&self, _: *mut u8, _: core::alloc::Layout) {}
+}
+
+#[global_allocator]
+static NO_HEAP: NoHeap = NoHeap;
 
 #[panic_handler]
 fn panic(info: &PanicInfo) -> ! {

@@ -113,9 +113,17 @@ impl CpuScheduler {
     }
 
     /// Raises the accelerator interrupts the fabric made due for this CPU's VMs; wakes a
-    /// blocked VM that now has one to take. True when one was woken.
+    /// blocked VM that now has one to take, and every blocked vCPU here when one of them
+    /// waited in a trapped write for an interface that is connected now (the others block
+    /// again at once). True when one was woken.
     fn deliver_accelerators(&mut self) -> bool {
         let mut woke = false;
+        if fabric::take_writer_wake(self.cpu) {
+            for at in 0..self.vms.len() {
+                self.wake(at);
+            }
+            woke = true;
+        }
         for at in 0..self.vms.len() {
             if self.vms[at].vcpu_index() != 0 {
                 continue;

@@ -33,14 +33,14 @@ const PLATFORM_DEVICES: [u64; 3] = [0x0901_0000, 0x0902_0000, 0x0903_0000];
 const FLASH_PCIE_SECURE: [u64; 4] = [0x0000_0000, 0x1000_0000, 0x3f00_0000, 0x0e00_0000];
 
 /// A 64-bit load from `addr` aborts and leaves its register untouched.
-fn load_aborts(addr: u64) -> Outcome {
+pub(super) fn load_aborts(addr: u64) -> Outcome {
     let got = Load::Double.run(addr);
     expect_abort(format_args!("ldr x at {addr:#x}"), addr)?;
     expect_eq(format_args!("ldr x at {addr:#x}: register"), got, UNTOUCHED)
 }
 
 /// A 64-bit store to `addr` aborts.
-fn store_aborts(addr: u64) -> Outcome {
+pub(super) fn store_aborts(addr: u64) -> Outcome {
     Store::Double.run(addr, 0xbad0_bad0_bad0_bad0);
     expect_abort(format_args!("str x at {addr:#x}"), addr)
 }

@@ -19,6 +19,7 @@
 mod calls;
 mod console;
 mod devices;
+pub mod fabric;
 mod forms;
 mod gic;
 mod gic_v2;
@@ -197,19 +198,30 @@ const REPEATS: u32 = 4;
 /// Runs every probe (reporting each), then the whole table `REPEATS` more times (reporting
 /// only breaches, under the same number), prints the summary and returns the breaches.
 pub fn run_all(platform: &Platform) -> usize {
+    run_table(platform, PROBES, REPEATS)
+}
+
+/// Runs the fabric's probes once each, prints the summary and returns the breaches.
+pub fn run_fabric(platform: &Platform) -> usize {
+    run_table(platform, fabric::PROBES, 0)
+}
+
+fn run_table(platform: &Platform, probes: &[Probe], repeats: u32) -> usize {
     let mut breaches = 0;
-    for (i, probe) in PROBES.iter().enumerate() {
+    for (i, probe) in probes.iter().enumerate() {
         breaches += run_one(platform, i + 1, probe, true);
     }
-    println!("hostile: repeating every probe {REPEATS} more times");
-    for _ in 0..REPEATS {
-        for (i, probe) in PROBES.iter().enumerate() {
+    if repeats > 0 {
+        println!("hostile: repeating every probe {repeats} more times");
+    }
+    for _ in 0..repeats {
+        for (i, probe) in probes.iter().enumerate() {
             breaches += run_one(platform, i + 1, probe, false);
         }
     }
     println!(
         "hostile: done, {} probes, {breaches} breaches",
-        PROBES.len()
+        probes.len()
     );
     breaches
 }
