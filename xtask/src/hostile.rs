@@ -12,14 +12,21 @@
 use crate::scenarios::{console_lines, matches};
 
 /// The scenarios in `scenarios::SCENARIOS` this report judges: the suite on Cortex-A72, on
-/// QEMU's `max` CPU, and with FreeRTOS owning the EL1 physical timer.
+/// QEMU's `max` CPU, with FreeRTOS owning the EL1 physical timer, and on the ZCU102 (GICv2).
 pub const SCENARIO: &str = "hostile";
 pub const SCENARIO_MAX: &str = "hostile-max";
 pub const SCENARIO_PHYSICAL_TIMER: &str = "hostile-physical-timer";
+pub const SCENARIO_ZCU102: &str = "hostile-zcu102";
 
 /// Whether `scenario` is one of the hostile suite's.
 pub fn judges(scenario: &str) -> bool {
-    [SCENARIO, SCENARIO_MAX, SCENARIO_PHYSICAL_TIMER].contains(&scenario)
+    [
+        SCENARIO,
+        SCENARIO_MAX,
+        SCENARIO_PHYSICAL_TIMER,
+        SCENARIO_ZCU102,
+    ]
+    .contains(&scenario)
 }
 /// The fewest probes the probe VM may run: issue 6 asks for at least 30 attacks.
 const MIN_VM_PROBES: usize = 30;

@@ -107,7 +107,8 @@ fn stop(child: &mut Child) -> Result<()> {
 }
 
 /// A finished captured run: how it ended and everything it printed (stdout and stderr, in
-/// the order it arrived).
+/// the order it arrived, a stderr chunk held back until stdout is at a line's end, so a
+/// warning QEMU prints never splits a guest's console line).
 pub struct Captured {
     pub ending: Ending,
     /// QEMU was stopped because the output met the caller's `stop` condition.
@@ -128,17 +129,23 @@ pub fn capture(
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot start `{}`", describe(cmd)))?;
-    let output = Arc::new(Mutex::new(String::new()));
+    let output = Arc::new(Mutex::new(Interleaved::default()));
     let readers = [
-        child.stdout.take().map(|p| collect(p, &output)),
-        child.stderr.take().map(|p| collect(p, &output)),
+        child
+            .stdout
+            .take()
+            .map(|p| collect(p, &output, Stream::Stdout)),
+        child
+            .stderr
+            .take()
+            .map(|p| collect(p, &output, Stream::Stderr)),
     ];
     let start = Instant::now();
     let (ending, stopped) = loop {
         if let Some(status) = child.try_wait()? {
             break (Ending::Exited(exit_code(status)), false);
         }
-        let met = output.lock().is_ok_and(|o| stop(&o));
+        let met = output.lock().is_ok_and(|o| stop(&o.text));
         if met || start.elapsed() >= deadline {
             self::stop(&mut child)?;
             break (Ending::TimedOut, met);
@@ -148,7 +155,13 @@ pub fn capture(
     for reader in readers.into_iter().flatten() {
         let _ = reader.join();
     }
-    let output = output.lock().map(|o| o.clone()).unwrap_or_default();
+    let output = output
+        .lock()
+        .map(|mut o| {
+            o.flush();
+            o.text.clone()
+        })
+        .unwrap_or_default();
     Ok(Captured {
         ending,
         stopped,
@@ -156,15 +169,59 @@ pub fn capture(
     })
 }
 
+/// Which of the child's output streams a chunk came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// stdout and stderr merged: stdout as it arrives, stderr in the text only where stdout is at
+/// the start of a line (held until then).
+#[derive(Default)]
+struct Interleaved {
+    text: String,
+    held: String,
+}
+
+impl Interleaved {
+    fn push(&mut self, stream: Stream, chunk: &str) {
+        match stream {
+            Stream::Stdout => match chunk.find('\n') {
+                // The held text goes after the line this chunk ends.
+                Some(end) if !self.held.is_empty() => {
+                    self.text.push_str(&chunk[..=end]);
+                    self.flush();
+                    self.text.push_str(&chunk[end + 1..]);
+                }
+                _ => self.text.push_str(chunk),
+            },
+            Stream::Stderr => {
+                self.held.push_str(chunk);
+                if self.text.is_empty() || self.text.ends_with('\n') {
+                    self.flush();
+                }
+            }
+        }
+    }
+
+    /// Appends the held stderr text.
+    fn flush(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        self.text.push_str(&held);
+    }
+}
+
 /// Appends everything `pipe` yields to `output`, as it arrives.
 fn collect(
     pipe: impl Read + Send + 'static,
-    output: &Arc<Mutex<String>>,
+    output: &Arc<Mutex<Interleaved>>,
+    stream: Stream,
 ) -> thread::JoinHandle<()> {
     let output = Arc::clone(output);
     read_pipe(pipe, move |chunk| {
         if let Ok(mut o) = output.lock() {
-            o.push_str(&String::from_utf8_lossy(chunk));
+            o.push(stream, &String::from_utf8_lossy(chunk));
         }
     })
 }
@@ -189,6 +246,27 @@ pub fn read_pipe(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_waits_for_the_end_of_a_stdout_line() {
+        let mut o = Interleaved::default();
+        o.push(Stream::Stdout, "(XEN) D");
+        o.push(Stream::Stderr, "qemu: warning\n");
+        o.push(Stream::Stdout, "OM1: rt: samples=2000\n(XEN) x");
+        assert_eq!(
+            o.text,
+            "(XEN) DOM1: rt: samples=2000\nqemu: warning\n(XEN) x"
+        );
+        o.push(Stream::Stderr, "late\n");
+        o.flush();
+        assert_eq!(
+            o.text,
+            "(XEN) DOM1: rt: samples=2000\nqemu: warning\n(XEN) xlate\n"
+        );
+        let mut first = Interleaved::default();
+        first.push(Stream::Stderr, "audio: warning\n");
+        assert_eq!(first.text, "audio: warning\n");
+    }
 
     #[test]
     fn command_lines_are_quoted_for_the_shell() {

@@ -355,6 +355,64 @@ const IVC_DEMO: &[Expect] = &[
     Expect::NoLine(FREERTOS_FAULT),
 ];
 
+/// Linux panicked in its job and, with `on_reset = "fault"`, was stopped.
+const LINUX_PANIC: &[Expect] = &[
+    Expect::Line(LINUX_JOB_START),
+    Expect::Line("[linux] *Kernel panic - not syncing: sysrq triggered crash"),
+    Expect::Line("[partita] vm linux: reset requested; stopped (on_reset = \"fault\")"),
+    Expect::NoLine("[linux] partita: job exit *"),
+    Expect::NoLine(PANIC),
+];
+
+/// Linux's `reboot -f` twice (boot 3 started) while FreeRTOS keeps its deadlines.
+const LINUX_REBOOTED_TWICE: End = End::StopWhen(StopWhen {
+    after: Some("[partita] vm linux: reset (boot 3)"),
+    pattern: FREERTOS_RT,
+    count: 1,
+});
+const LINUX_REBOOTS_BESIDE_FREERTOS: &[Expect] = &[
+    Expect::CountAtLeast(LINUX_JOB_START, 2),
+    Expect::Line("[partita] vm linux: reset (boot 2)"),
+    Expect::CountAtLeast(FREERTOS_RT, 2),
+    Expect::Line("[freertos] hello from FreeRTOS task 1"),
+    Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+    Expect::NoLine(FREERTOS_FAULT),
+    Expect::NoLine("[partita] vm freertos: reset*"),
+    Expect::NoLine(PANIC),
+];
+
+/// A probe crashing at every boot, rebuilt 20 times beside FreeRTOS with the same heap.
+const PROBE_RESTARTED_20_TIMES: End = End::StopWhen(StopWhen {
+    after: Some("[partita] vm probe: starting (boot 21, *"),
+    pattern: "[freertos] hello from FreeRTOS task 1",
+    count: 2,
+});
+const PROBE_RESTARTS_BESIDE_FREERTOS: &[Expect] = &[
+    Expect::CountAtLeast(PROBE_RESTARTED, 20),
+    Expect::CountAtLeast("[probe] probe: crashing on purpose", 20),
+    Expect::Steady(PROBE_STARTS, HEAP),
+    Expect::Count("[partita] vm freertos: starting (boot *", 1),
+    Expect::NoLine("[partita] vm probe: fault: *; stopped"),
+    Expect::NoLine(FREERTOS_FAULT),
+    Expect::NoLine(PANIC),
+];
+
+/// The probe's smp mode passed and both vCPUs' VM powered off.
+const PROBE_SMP: &[Expect] = &[
+    Expect::Line("[probe] probe: smp: all 5 checks passed"),
+    Expect::NoLine("[probe] FAIL *"),
+    Expect::Line("[partita] all VMs powered off"),
+];
+
+/// The `spi` probe VM got its own SPI ten times and not the one it does not own.
+const PROBE_SPI: &[Expect] = &[
+    Expect::Line("[spi] probe: spi 40: 10 of 10 delivered; spi 41 (not owned): not delivered"),
+    Expect::Line("[probe] probe: all * checks passed"),
+    Expect::Line("[partita] vm spi: powered off"),
+    Expect::NoLine(PANIC),
+    Expect::NoLine("[partita] vm spi: fault: *"),
+];
+
 /// Ker-ONE's OFDM experiment (configs/ofdm.toml, docs/accelerators.md): every job of the RTOS
 /// VM's two tasks and the GPOS VM's three gives the software reference's result, the
 /// fabric preempted and reconfigured at least once, refused nothing, the RTOS's worst
@@ -424,6 +482,18 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: CLEAN_PROBE,
     },
     Scenario {
+        // The probe on the GICv2 board: the same checks through the emulated GICv2
+        // distributor and the board's GICV as the CPU interface.
+        name: "probe-zcu102",
+        boot: Boot::Partita("configs/zcu102/probe.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: CLEAN_PROBE,
+    },
+    Scenario {
         name: "probe-smp",
         boot: Boot::Partita("configs/tests/probe-smp.toml"),
         job: None,
@@ -431,11 +501,18 @@ pub const SCENARIOS: &[Scenario] = &[
         icount: true,
         end: End::Exit(0),
         timeout_secs: 120,
-        expect: &[
-            Expect::Line("[probe] probe: smp: all 5 checks passed"),
-            Expect::NoLine("[probe] FAIL *"),
-            Expect::Line("[partita] all VMs powered off"),
-        ],
+        expect: PROBE_SMP,
+    },
+    Scenario {
+        // The smp mode on a GICv2 board: GICD_SGIR and GICD_ITARGETSR with two vCPUs.
+        name: "zcu102-probe-smp",
+        boot: Boot::Partita("configs/tests/zcu102-probe-smp.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 120,
+        expect: PROBE_SMP,
     },
     Scenario {
         name: "probe-crash",
@@ -475,15 +552,19 @@ pub const SCENARIOS: &[Scenario] = &[
         icount: false,
         end: End::Exit(0),
         timeout_secs: 60,
-        expect: &[
-            Expect::Line(
-                "[spi] probe: spi 40: 10 of 10 delivered; spi 41 (not owned): not delivered",
-            ),
-            Expect::Line("[probe] probe: all * checks passed"),
-            Expect::Line("[partita] vm spi: powered off"),
-            Expect::NoLine(PANIC),
-            Expect::NoLine("[partita] vm spi: fault: *"),
-        ],
+        expect: PROBE_SPI,
+    },
+    Scenario {
+        // probe-spi on the ZCU102: the SPI raised in the GIC-400 and forwarded with the HW
+        // bit of a GICv2 list register.
+        name: "zcu102-probe-spi",
+        boot: Boot::Partita("configs/tests/zcu102-probe-spi.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: PROBE_SPI,
     },
     Scenario {
         name: "linux-timer",
@@ -621,19 +702,35 @@ pub const SCENARIOS: &[Scenario] = &[
         icount: false,
         end: End::Exit(1),
         timeout_secs: 180,
-        expect: &[
-            Expect::Line(LINUX_JOB_START),
-            Expect::Line("[linux] *Kernel panic - not syncing: sysrq triggered crash"),
-            Expect::Line("[partita] vm linux: reset requested; stopped (on_reset = \"fault\")"),
-            Expect::NoLine("[linux] partita: job exit *"),
-            Expect::NoLine(PANIC),
-        ],
+        expect: LINUX_PANIC,
+    },
+    Scenario {
+        // A Linux panic on the ZCU102 (configs/zcu102/linux.toml, `on_reset = "fault"`).
+        name: "zcu102-linux-panic",
+        boot: Boot::Partita("configs/zcu102/linux.toml"),
+        job: Some("echo c > /proc/sysrq-trigger"),
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: End::Exit(1),
+        timeout_secs: 240,
+        expect: LINUX_PANIC,
     },
     Scenario {
         name: "linux-workloads",
         boot: Boot::Partita(LINUX_CONFIG),
         job: Some(WORKLOAD_JOB),
         cpu: Cpu::CortexA72,
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 300,
+        expect: WORKLOAD_DONE,
+    },
+    Scenario {
+        // The workloads under Partita on the ZCU102's Cortex-A53 (configs/zcu102/linux.toml).
+        name: "zcu102-linux-workloads",
+        boot: Boot::Partita("configs/zcu102/linux.toml"),
+        job: Some(WORKLOAD_JOB),
+        cpu: Cpu::CortexA53,
         icount: false,
         end: End::Exit(0),
         timeout_secs: 300,
@@ -763,10 +860,44 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: IVC_EXCHANGE_SPLIT,
     },
     Scenario {
+        // The exchange on the ZCU102: doorbells through the virtual GICv2, FreeRTOS's GICv2
+        // build on the same Cortex-A53 as Linux.
+        name: "zcu102-ivc-exchange",
+        boot: Boot::Partita("configs/tests/zcu102-ivc-exchange.toml"),
+        job: Some("partita-ivc exchange 10000"),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: IVC_EXCHANGE,
+    },
+    Scenario {
+        // Across the ZCU102's CPUs: every doorbell a physical SGI through the GIC-400.
+        name: "zcu102-ivc-exchange-split",
+        boot: Boot::Partita("configs/tests/zcu102-ivc-exchange-split.toml"),
+        job: Some("partita-ivc exchange 10000"),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: IVC_EXCHANGE_SPLIT,
+    },
+    Scenario {
         name: "ivc-demo",
         boot: Boot::Partita("configs/default.toml"),
         job: Some(IVC_DEMO_JOB),
         cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: IVC_DEMO,
+    },
+    Scenario {
+        // The demo on the ZCU102's shipped system (configs/zcu102/default.toml).
+        name: "zcu102-ivc-demo",
+        boot: Boot::Partita("configs/zcu102/default.toml"),
+        job: Some(IVC_DEMO_JOB),
+        cpu: Cpu::CortexA53,
         icount: true,
         end: AFTER_LINUX_OFF,
         timeout_secs: 600,
@@ -783,27 +914,38 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: PHYSICAL_TICK_BESIDE_LINUX,
     },
     Scenario {
+        // FreeRTOS's GICv2 build on the EL1 physical timer it owns (PPI 30 through a GICv2
+        // list register with the HW bit), beside Linux on the ZCU102.
+        name: "zcu102-physical-timer-linux-load",
+        boot: Boot::Partita("configs/tests/zcu102-physical-timer.toml"),
+        job: Some(SPLIT_LOAD_JOB),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: PHYSICAL_TICK_BESIDE_LINUX,
+    },
+    Scenario {
         name: "default-linux-reboot",
         boot: Boot::Partita("configs/default.toml"),
         job: Some("reboot -f"),
         cpu: Cpu::CortexA72,
         icount: true,
-        end: End::StopWhen(StopWhen {
-            after: Some("[partita] vm linux: reset (boot 3)"),
-            pattern: FREERTOS_RT,
-            count: 1,
-        }),
+        end: LINUX_REBOOTED_TWICE,
         timeout_secs: 120,
-        expect: &[
-            Expect::CountAtLeast(LINUX_JOB_START, 2),
-            Expect::Line("[partita] vm linux: reset (boot 2)"),
-            Expect::CountAtLeast(FREERTOS_RT, 2),
-            Expect::Line("[freertos] hello from FreeRTOS task 1"),
-            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
-            Expect::NoLine(FREERTOS_FAULT),
-            Expect::NoLine("[partita] vm freertos: reset*"),
-            Expect::NoLine(PANIC),
-        ],
+        expect: LINUX_REBOOTS_BESIDE_FREERTOS,
+    },
+    Scenario {
+        // Linux rebooting beside FreeRTOS on the ZCU102: each reset rebuilds the VM and its
+        // virtual GICv2.
+        name: "zcu102-default-linux-reboot",
+        boot: Boot::Partita("configs/zcu102/default.toml"),
+        job: Some("reboot -f"),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: LINUX_REBOOTED_TWICE,
+        timeout_secs: 120,
+        expect: LINUX_REBOOTS_BESIDE_FREERTOS,
     },
     Scenario {
         name: "split-linux-load",
@@ -821,6 +963,17 @@ pub const SCENARIOS: &[Scenario] = &[
         job: Some(SMP_JOB),
         cpu: Cpu::CortexA72,
         // Functional: one host thread per CPU, no timing asserted.
+        icount: false,
+        end: End::Exit(0),
+        timeout_secs: 300,
+        expect: LINUX_SMP,
+    },
+    Scenario {
+        // Linux on four vCPUs of the ZCU102: IPIs through GICD_SGIR of the virtual GICv2.
+        name: "zcu102-linux-smp",
+        boot: Boot::Partita("configs/zcu102/linux-smp.toml"),
+        job: Some(SMP_JOB),
+        cpu: Cpu::CortexA53,
         icount: false,
         end: End::Exit(0),
         timeout_secs: 300,
@@ -845,6 +998,17 @@ pub const SCENARIOS: &[Scenario] = &[
         end: AFTER_LINUX_OFF,
         timeout_secs: 600,
         expect: MIXED_MIGRATE_BESIDE_LINUX,
+    },
+    Scenario {
+        // The SPUMONE topology on the ZCU102 (configs/zcu102/mixed.toml).
+        name: "zcu102-mixed-linux-load",
+        boot: Boot::Partita("configs/zcu102/mixed.toml"),
+        job: Some(MIXED_LOAD_JOB),
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: AFTER_LINUX_OFF,
+        timeout_secs: 600,
+        expect: MIXED_BESIDE_LINUX,
     },
     Scenario {
         name: "probe-crash-beside-linux",
@@ -904,24 +1068,23 @@ pub const SCENARIOS: &[Scenario] = &[
         job: None,
         cpu: Cpu::CortexA72,
         icount: false,
-        end: End::StopWhen(StopWhen {
-            after: Some("[partita] vm probe: starting (boot 21, *"),
-            pattern: "[freertos] hello from FreeRTOS task 1",
-            count: 2,
-        }),
+        end: PROBE_RESTARTED_20_TIMES,
         timeout_secs: 60,
-        expect: &[
-            Expect::CountAtLeast(PROBE_RESTARTED, 20),
-            Expect::CountAtLeast("[probe] probe: crashing on purpose", 20),
-            Expect::Steady(PROBE_STARTS, HEAP),
-            Expect::Count("[partita] vm freertos: starting (boot *", 1),
-            Expect::NoLine("[partita] vm probe: fault: *; stopped"),
-            Expect::NoLine(FREERTOS_FAULT),
-            Expect::NoLine(PANIC),
-        ],
+        expect: PROBE_RESTARTS_BESIDE_FREERTOS,
     },
-    // The hostile probe suite (issue 6), on both CPU models and with FreeRTOS owning the
-    // EL1 physical timer: `hostile::report` judges each probe; these lines are the outline.
+    Scenario {
+        // The same on the ZCU102: each rebuild makes a fresh virtual GICv2.
+        name: "zcu102-probe-crash-restart",
+        boot: Boot::Partita("configs/tests/zcu102-probe-crash-restart.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: false,
+        end: PROBE_RESTARTED_20_TIMES,
+        timeout_secs: 60,
+        expect: PROBE_RESTARTS_BESIDE_FREERTOS,
+    },
+    // The hostile probe suite (issue 6), on both CPU models, with FreeRTOS owning the EL1
+    // physical timer, and on the ZCU102: `hostile::report` judges each probe; these lines are the outline.
     // It runs until FreeRTOS has reported three more seconds after the last probe (the
     // spinning VM never stops).
     Scenario {
@@ -949,6 +1112,18 @@ pub const SCENARIOS: &[Scenario] = &[
         boot: Boot::Partita("configs/tests/hostile-physical-timer.toml"),
         job: None,
         cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_HOSTILE_DONE,
+        timeout_secs: 300,
+        expect: HOSTILE_OUTLINE,
+    },
+    Scenario {
+        // The suite on the GICv2 board (configs/tests/zcu102-hostile.toml): the GICv2
+        // probes replace the GICv3 ones, FreeRTOS is the GICv2 build.
+        name: crate::hostile::SCENARIO_ZCU102,
+        boot: Boot::Partita("configs/tests/zcu102-hostile.toml"),
+        job: None,
+        cpu: Cpu::CortexA53,
         icount: true,
         end: AFTER_HOSTILE_DONE,
         timeout_secs: 300,
@@ -985,6 +1160,17 @@ pub const SCENARIOS: &[Scenario] = &[
             Expect::NoLine("[partita] vm freertos: fault*"),
             Expect::NoLine(PANIC),
         ],
+    },
+    Scenario {
+        // The console on the ZCU102: typed input arrives through the Cadence UART.
+        name: "zcu102-console",
+        boot: Boot::Typed("configs/zcu102/default.toml", CONSOLE_SCRIPT),
+        job: None,
+        cpu: Cpu::CortexA53,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 60,
+        expect: &[Expect::NoLine(PANIC)],
     },
     Scenario {
         name: "ofdm",

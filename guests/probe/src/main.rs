@@ -27,6 +27,7 @@ mod boot;
 mod checks;
 mod console;
 mod exceptions;
+mod gic;
 mod hostile;
 mod mmio;
 mod platform;

@@ -1,5 +1,6 @@
-//! What the probe learns from its device tree: the console UART, the test device and the boot
-//! arguments, with QEMU `virt` addresses as fallbacks when the tree or a node is missing.
+//! What the probe learns from its device tree: the console UART, the test device, the GIC
+//! (its version and frames) and the boot arguments, with QEMU `virt` addresses as fallbacks
+//! when the tree or a node is missing.
 //!
 //! The tree is hostile input like any other: its header is read with aborting-safe loads and
 //! its size bounded before the `fdt` crate parses it.
@@ -8,6 +9,7 @@ use core::slice;
 
 use fdt::Fdt;
 
+use crate::gic::{self, Gic};
 use crate::mmio::Load;
 
 /// Where the console UART is when the device tree does not say.
@@ -27,6 +29,9 @@ pub struct Platform {
     /// Test device base, and whether the tree named it.
     pub testdev: u64,
     pub testdev_from_dtb: bool,
+    /// The GIC, and whether the tree named it.
+    pub gic: Gic,
+    pub gic_from_dtb: bool,
     pub bootargs: &'static str,
 }
 
@@ -39,6 +44,8 @@ impl Platform {
             uart_from_dtb: false,
             testdev: FALLBACK_TESTDEV,
             testdev_from_dtb: false,
+            gic: gic::FALLBACK,
+            gic_from_dtb: false,
             bootargs: "",
         };
         if let Some(fdt) = open(dtb) {
@@ -57,6 +64,10 @@ impl Platform {
             self.testdev = testdev;
             self.testdev_from_dtb = true;
         }
+        if let Some(gic) = find_gic(fdt) {
+            self.gic = gic;
+            self.gic_from_dtb = true;
+        }
         self.bootargs = fdt
             .find_node("/chosen")
             .and_then(|chosen| chosen.property("bootargs"))
@@ -70,6 +81,23 @@ fn first_reg(fdt: &Fdt<'static>, compatible: &str) -> Option<u64> {
     let node = fdt.find_compatible(&[compatible])?;
     let region = node.reg()?.next()?;
     Some(region.starting_address as u64)
+}
+
+/// The GIC node's version and its first two frames (distributor, then the redistributors
+/// of a GICv3 or the CPU interface of a GICv2).
+fn find_gic(fdt: &Fdt<'static>) -> Option<Gic> {
+    let (node, v3) = match fdt.find_compatible(&[Gic::V3_COMPATIBLE]) {
+        Some(node) => (node, true),
+        None => (fdt.find_compatible(Gic::V2_COMPATIBLE)?, false),
+    };
+    let mut regions = node.reg()?;
+    let gicd = regions.next()?.starting_address as u64;
+    let second = regions.next()?.starting_address as u64;
+    Some(if v3 {
+        Gic::V3 { gicd, gicr: second }
+    } else {
+        Gic::V2 { gicd, gicc: second }
+    })
 }
 
 /// The device tree at `dtb` if its header is sane.

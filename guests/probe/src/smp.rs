@@ -4,11 +4,17 @@
 //! clusters), CPU_ON with entry points outside the VM, SGIs to affinities nobody has, an
 //! SPI routed to a CPU that does not exist, and the whole life of vCPU 1 (on, off by
 //! itself, on again). Each check prints `ok`/`FAIL` as the default checks do; the mode ends
-//! with `probe: smp: all <n> checks passed` and a power-off, or a crash.
+//! with `probe: smp: all <n> checks passed` and a power-off, or a crash. On a GICv2 board the
+//! SGIs go through GICD_SGIR (CPU interfaces the VM does not have, the reserved filter) and
+//! the SPI's target is its GICD_ITARGETSR byte.
 
 use core::arch::{asm, global_asm};
 
 use crate::checks::{Failure, Outcome};
+use crate::gic::{
+    Gic, GICD_ICENABLER, GICD_ICPENDR, GICD_ISENABLER, GICD_ISPENDR, GICD_ITARGETSR, GICD_SGIR,
+    SPURIOUS,
+};
 use crate::mmio::{Load, Store};
 use crate::platform::Platform;
 use crate::println;
@@ -160,7 +166,10 @@ fn acknowledge() -> u64 {
     intid & 0xff_ffff
 }
 
-fn sgis_to_nobody(_: &Platform) -> Outcome {
+fn sgis_to_nobody(p: &Platform) -> Outcome {
+    if let Gic::V2 { gicd, .. } = p.gic {
+        return sgis_to_nobody_v2(p.gic, gicd);
+    }
     // Aff0 2..15 in cluster 0, all of cluster 1 and 255, Aff2 and Aff3 set, RS 1..15.
     let requests = [
         (5 << 24) | 0xfffc,
@@ -189,7 +198,10 @@ fn sgis_to_nobody(_: &Platform) -> Outcome {
     )
 }
 
-fn spi_routed_nowhere(_: &Platform) -> Outcome {
+fn spi_routed_nowhere(p: &Platform) -> Outcome {
+    if let Gic::V2 { gicd, .. } = p.gic {
+        return spi_routed_nowhere_v2(p.gic, gicd);
+    }
     Store::Word.run(GICD_CTLR, (1 << 1) | (1 << 4));
     for route in [5, 0x100, 0x1_0000, 1 << 32] {
         Store::Double.run(GICD_IROUTER40, route);
@@ -210,6 +222,68 @@ fn spi_routed_nowhere(_: &Platform) -> Outcome {
             )));
         }
     }
+    Ok(())
+}
+
+/// SGIs 5 to 7 enabled here; GICD_SGIR to CPU interfaces 2 to 7 (which the VM does not
+/// have) and with the reserved filter reach no one; to vCPU 1 (off) and to "all but me"
+/// they pend there only.
+fn sgis_to_nobody_v2(gic: Gic, gicd: u64) -> Outcome {
+    const SGIS: u64 = 0b1110_0000;
+    gic.enable(SGIS);
+    for request in [(0xfc << 16) | 5, (3 << 24) | (0xff << 16) | 5] {
+        Store::Word.run(gicd + GICD_SGIR, request);
+    }
+    let pending = gic.pending_private() & SGIS;
+    let got = gic.acknowledge();
+    Store::Word.run(gicd + GICD_SGIR, (0b10 << 16) | 6);
+    Store::Word.run(gicd + GICD_SGIR, (1 << 24) | 7);
+    let mine = gic.pending_private() & SGIS;
+    gic.disable(SGIS);
+    if pending != 0 || got != SPURIOUS {
+        return Err(Failure::new(format_args!(
+            "an SGI to nobody reached this vCPU: pending {pending:#x}, acknowledged {got}"
+        )));
+    }
+    if mine != 0 {
+        return Err(Failure::new(format_args!(
+            "SGIs to vCPU 1 pend here: {mine:#x}"
+        )));
+    }
+    expect(
+        format_args!("AFFINITY_INFO(1)"),
+        affinity_info(VCPU1, 0),
+        AFFINITY_OFF,
+    )
+}
+
+/// SPI 40 targeted at CPU interfaces the VM does not have (its byte reads back as none) and
+/// at vCPU 1 (off): pended and enabled, it never reaches this vCPU.
+fn spi_routed_nowhere_v2(gic: Gic, gicd: u64) -> Outcome {
+    let target = gicd + GICD_ITARGETSR + SPI;
+    let bank = 4 * (SPI / 32);
+    let bit = 1 << (SPI % 32);
+    gic.enable(0);
+    for (byte, back_want) in [(0x04, 0), (0x80, 0), (0xfc, 0), (0x02, 0x02)] {
+        Store::Byte.run(target, byte);
+        let back = Load::Byte.run(target);
+        Store::Word.run(gicd + GICD_ISENABLER + bank, bit);
+        Store::Word.run(gicd + GICD_ISPENDR + bank, bit);
+        let got = gic.acknowledge();
+        Store::Word.run(gicd + GICD_ICPENDR + bank, bit);
+        Store::Word.run(gicd + GICD_ICENABLER + bank, bit);
+        if back != back_want {
+            return Err(Failure::new(format_args!(
+                "ITARGETSR(40) = {byte:#x} reads back {back:#x}"
+            )));
+        }
+        if got != SPURIOUS {
+            return Err(Failure::new(format_args!(
+                "SPI 40 targeted at {byte:#x} reached this vCPU: acknowledged {got}"
+            )));
+        }
+    }
+    Store::Byte.run(target, 1);
     Ok(())
 }
 

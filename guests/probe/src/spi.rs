@@ -6,7 +6,8 @@
 //! nothing may arrive. One line reports both, then the probe powers off; any failure crashes
 //! it (the VM is stopped as faulted).
 
-use crate::checks::interrupts::{acknowledge, enable_interrupts, SPURIOUS, SPURIOUS_LIMIT};
+use crate::checks::interrupts::SPURIOUS_LIMIT;
+use crate::gic::{Gic, SPURIOUS};
 use crate::mmio::Store;
 use crate::platform::Platform;
 use crate::{crash, power_off, println};
@@ -15,11 +16,6 @@ use crate::{crash, power_off, println};
 const ROUNDS: u32 = 10;
 /// The test device's `RAISE` register.
 const RAISE: u64 = 0x28;
-/// The virtual distributor's GICD_IGROUPR<n>, GICD_ISENABLER<n> and GICD_IROUTER<n>.
-const GICD_IGROUPR: u64 = 0x0800_0080;
-const GICD_ISENABLER: u64 = 0x0800_0100;
-const GICD_IROUTER: u64 = 0x0800_6000;
-
 /// Reads `spi=<n>` (an SPI: 32 to 1019) from the boot arguments.
 fn owned_spi(bootargs: &str) -> Option<u32> {
     bootargs
@@ -29,20 +25,11 @@ fn owned_spi(bootargs: &str) -> Option<u32> {
         .filter(|n| (32..1019).contains(n))
 }
 
-/// Group 1, enabled, routed to this vCPU (affinity 0.0.0.0), in the virtual distributor.
-fn enable_spi(intid: u32) {
-    let bank = u64::from(intid / 32) * 4;
-    let bit = 1u64 << (intid % 32);
-    Store::Word.run(GICD_IGROUPR + bank, u64::from(u32::MAX));
-    Store::Double.run(GICD_IROUTER + 8 * u64::from(intid), 0);
-    Store::Word.run(GICD_ISENABLER + bank, bit);
-}
-
 /// Acknowledges interrupts until `intid` comes or the CPU interface stays empty; whether it
 /// came (anything else acknowledged on the way is a failure too).
-fn receive(intid: u32) -> bool {
+fn receive(gic: Gic, intid: u32) -> bool {
     for _ in 0..SPURIOUS_LIMIT {
-        match acknowledge() {
+        match gic.acknowledge() {
             SPURIOUS => continue,
             got => return got == u64::from(intid),
         }
@@ -56,18 +43,19 @@ pub fn run(platform: &Platform) -> ! {
         crash()
     };
     let foreign = owned + 1;
-    enable_interrupts(0);
-    enable_spi(owned);
-    enable_spi(foreign);
+    let gic = platform.gic;
+    gic.enable(0);
+    gic.enable_spi(owned);
+    gic.enable_spi(foreign);
     let mut delivered = 0;
     for _ in 0..ROUNDS {
         Store::Word.run(platform.testdev + RAISE, u64::from(owned));
-        if receive(owned) {
+        if receive(gic, owned) {
             delivered += 1;
         }
     }
     Store::Word.run(platform.testdev + RAISE, u64::from(foreign));
-    let foreign_arrived = receive(foreign);
+    let foreign_arrived = receive(gic, foreign);
     let verdict = if foreign_arrived {
         "delivered (wrong)"
     } else {

@@ -193,7 +193,8 @@ const SHARED: &str = "configs/default.toml";
 
 /// `boot` on `platform`: every row on qemu-virt; on another board only the rows beside a
 /// Linux load on the shared CPU, with that board's shipped system
-/// (`configs/<board>/default.toml`), but the IVC one (those systems have no channel).
+/// (`configs/<board>/default.toml`, which shares the `rt-link` channel as
+/// configs/default.toml does).
 pub fn on_board(boot: Boot, platform: Platform) -> Option<Boot> {
     if platform == Platform::QemuVirt {
         return Some(boot);
@@ -210,7 +211,7 @@ pub fn on_board(boot: Boot, platform: Platform) -> Option<Boot> {
 }
 
 fn on_board_beyond_virt(boot: Boot) -> bool {
-    matches!(boot, Boot::Beside { config: SHARED, load } if load != Load::IvcHackbench)
+    matches!(boot, Boot::Beside { config: SHARED, .. })
 }
 
 /// The configurations `on_board` keeps on a board other than qemu-virt.

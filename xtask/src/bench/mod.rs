@@ -126,7 +126,8 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         .filter_map(|(_, boot)| config_file(boot))
         .collect();
     config_files.dedup();
-    let mut provenance = provenance::collect(mode.name(), &config_files, &cache);
+    let flags = provenance::qemu_flags(options.board, options.cpu);
+    let mut provenance = provenance::collect(mode.name(), flags, &config_files, &cache);
     let out = options
         .out
         .clone()
@@ -425,7 +426,12 @@ mod tests {
             r
         }));
         Results {
-            provenance: provenance::collect("quick", &["configs/linux.toml"], &paths::cache_dir()),
+            provenance: provenance::collect(
+                "quick",
+                provenance::qemu_flags(Platform::QemuVirt, Cpu::CortexA72),
+                &["configs/linux.toml"],
+                &paths::cache_dir(),
+            ),
             records,
             not_measured,
         }

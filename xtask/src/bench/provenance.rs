@@ -10,7 +10,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use partita_core::board::Platform;
+
 use crate::paths::root;
+use crate::qemu::Cpu;
 
 /// A file the results depend on, with its contents.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,13 +47,29 @@ pub struct Provenance {
     pub runs: Vec<RunCommand>,
 }
 
-/// Options of every run: the board, CPU, memory and deterministic time.
-pub const QEMU_FLAGS: &str = "-M virt,virtualization=on,gic-version=3 -cpu cortex-a72 -m 4G \
-     -nographic -icount shift=0,align=off,sleep=off -seed 1 \
-     -rtc base=2020-01-01T00:00:00,clock=vm";
+/// Options of every run: the board's machine, memory and further arguments, the CPU and
+/// deterministic time.
+pub fn qemu_flags(platform: Platform, cpu: Cpu) -> String {
+    let machine = &platform.board().qemu;
+    let mut flags = format!(
+        "-M {} -cpu {} -m {}",
+        machine.machine,
+        cpu.qemu_name(),
+        machine.memory
+    );
+    for arg in machine.extra {
+        flags.push(' ');
+        flags.push_str(arg);
+    }
+    flags.push_str(
+        " -nographic -icount shift=0,align=off,sleep=off -seed 1 \
+         -rtc base=2020-01-01T00:00:00,clock=vm",
+    );
+    flags
+}
 
 /// Collects everything but the run commands (added as runs start).
-pub fn collect(mode: &str, config_files: &[&str], cache: &Path) -> Provenance {
+pub fn collect(mode: &str, qemu_flags: String, config_files: &[&str], cache: &Path) -> Provenance {
     let (commit, dirty) = commit();
     Provenance {
         mode: mode.to_owned(),
@@ -60,7 +79,7 @@ pub fn collect(mode: &str, config_files: &[&str], cache: &Path) -> Provenance {
         qemu_version: first_line(&command_output(
             Command::new("qemu-system-aarch64").arg("--version"),
         )),
-        qemu_flags: QEMU_FLAGS.to_owned(),
+        qemu_flags,
         config_files: config_files
             .iter()
             .map(|path| FileContents {

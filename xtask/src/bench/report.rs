@@ -46,37 +46,69 @@ fn header(out: &mut String, results: &Results) {
     } else {
         Mode::Full
     };
-    let samples = format!(
-        "{} samples per row; native and solo take 2000 quick, 100000 full",
-        beside_samples(mode)
-    );
-    let _ = writeln!(
+    let alone = results
+        .records
+        .iter()
+        .any(|r| r.config == "native" || r.config == "solo");
+    let samples = if alone {
+        format!(
+            "{} samples per row; native and solo take 2000 quick, 100000 full",
+            beside_samples(mode)
+        )
+    } else {
+        format!("{} samples per row", beside_samples(mode))
+    };
+    // The shared system is the board's (configs/default.toml, or configs/<board>/default.toml
+    // with `--board`); split and Xen rows run on qemu-virt only, so say what this run had.
+    let shared = p
+        .config_files
+        .iter()
+        .map(|f| f.path.as_str())
+        .find(|path| path.ends_with("default.toml"))
+        .unwrap_or("configs/default.toml");
+    let split = p.config_files.iter().any(|f| f.path == SPLIT_CONFIG);
+    let split_rows = if split {
+        format!(" and `split-<load>` (one pCPU each, {SPLIT_CONFIG})")
+    } else {
+        String::new()
+    };
+    let _ = write!(
         out,
-        "Configurations `shared-<load>` (FreeRTOS and Linux on one pCPU, configs/default.toml) \
-         and `split-<load>` (one pCPU each, configs/split.toml) run only FreeRTOS's dispatch \
-         and interrupt latency ({samples}, starting {BESIDE_DELAY_MS} ms after boot), with \
-         Linux running the load the whole time: `idle`, a `hackbench -g 4 -l 100000 -P` loop, \
-         a `stress-ng --cpu 1 --vm 1` loop, or `irqstorm` (`stress-ng --timer 1 --timer-freq \
-         100000`: hrtimers asked at 100 kHz, each expiry an interrupt through Partita; the \
-         rate reached is the Linux VM's IRQ exits below). Under `-icount`, QEMU runs the two \
-         vCPUs of `split` round robin in one thread: while Linux keeps its pCPU busy, \
-         FreeRTOS's pCPU waits for Linux's turn to end, which shows as `split` dispatch \
-         misses although Partita's own paths on FreeRTOS's pCPU stay short (see \
-         docs/benchmarks.md).\n"
+        "Configurations `shared-<load>` (FreeRTOS and Linux on one pCPU, {shared}){split_rows} \
+         run only FreeRTOS's dispatch and interrupt latency ({samples}, starting \
+         {BESIDE_DELAY_MS} ms after boot), with Linux running the load the whole time: \
+         `idle`, a `hackbench -g 4 -l 100000 -P` loop, a `stress-ng --cpu 1 --vm 1` loop, or \
+         `irqstorm` (`stress-ng --timer 1 --timer-freq 100000`: hrtimers asked at 100 kHz, \
+         each expiry an interrupt through Partita; the rate reached is the Linux VM's IRQ \
+         exits below)."
     );
-    let _ = writeln!(
-        out,
-        "Xen 4.17 (Debian's build) runs the same FreeRTOS image as a dom0less domU: alone \
-         (`xen-solo`, the whole suite) and sharing its one pCPU with the Linux guest as dom0 \
-         (`xen-shared-<load>`, the same loads and samples as `shared-<load>`). Scheduler: \
-         `{}` (Debian's build has only credit and credit2; weights and caps need a toolstack \
-         in dom0). Xen has no counters the guest can read, so its rows have no hypervisor \
-         figures.\n",
-        crate::xen::DOMU_SCHEDULER.join(" ")
-    );
+    if split {
+        let _ = write!(
+            out,
+            " Under `-icount`, QEMU runs the two vCPUs of `split` round robin in one thread: \
+             while Linux keeps its pCPU busy, FreeRTOS's pCPU waits for Linux's turn to end, \
+             which shows as `split` dispatch misses although Partita's own paths on \
+             FreeRTOS's pCPU stay short (see docs/benchmarks.md)."
+        );
+    }
+    let _ = writeln!(out, "\n");
+    if results.records.iter().any(|r| r.config.starts_with("xen")) {
+        let _ = writeln!(
+            out,
+            "Xen 4.17 (Debian's build) runs the same FreeRTOS image as a dom0less domU: alone \
+             (`xen-solo`, the whole suite) and sharing its one pCPU with the Linux guest as \
+             dom0 (`xen-shared-<load>`, the same loads and samples as `shared-<load>`). \
+             Scheduler: `{}` (Debian's build has only credit and credit2; weights and caps \
+             need a toolstack in dom0). Xen has no counters the guest can read, so its rows \
+             have no hypervisor figures.\n",
+            crate::xen::DOMU_SCHEDULER.join(" ")
+        );
+    }
 }
 
-/// The configurations with at least one record, in table order.
+/// The split system's configuration file.
+const SPLIT_CONFIG: &str = "configs/split.toml";
+
 fn measured_configs(results: &Results) -> Vec<&'static str> {
     CONFIGS
         .into_iter()

@@ -31,7 +31,7 @@ pub(super) fn validate(cfg: &SystemConfig, board: &Board) -> Result<(), ConfigEr
     for (i, vm) in cfg.vms.iter().enumerate() {
         cpu_share(cfg, i, vm)?;
         uniprocessor_only(i, vm)?;
-        gicv2_uniprocessor(board, i, vm)?;
+        no_migration_on_gicv2(board, i, vm)?;
         timer(cfg, i, vm)?;
         irqs(cfg, board, i, vm)?;
     }
@@ -103,18 +103,18 @@ fn uniprocessor_only(i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
     }
 }
 
-/// A GICv2 board's VMs have one vCPU: its virtual SGIs name no source CPU (the model keeps
-/// none) and its virtual GIC glue loads one vCPU's list registers only.
-fn gicv2_uniprocessor(board: &Board, i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
-    if vm.cpus.len() < 2 || !matches!(board.gic, Gic::V2(_)) {
+/// On a GICv2 board a VM's vCPUs stay on their CPUs: a Linux vCPU migrated on QEMU's
+/// GIC-400 (configs/zcu102/mixed.toml with `migrate = true`) stopped making progress, and
+/// Partita does not migrate there until that is understood (docs/boards.md).
+fn no_migration_on_gicv2(board: &Board, i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
+    if !vm.migrate || !matches!(board.gic, Gic::V2(_)) {
         return Ok(());
     }
     Err(ConfigError::new(
-        format!("vm[{i}].cpus"),
+        format!("vm[{i}].migrate"),
         format!(
-            "{} has a GICv2, whose VMs have one vCPU on Partita; this one has {}",
-            board.name,
-            vm.cpus.len()
+            "{} has a GICv2, on which Partita does not migrate vCPUs; set migrate = false",
+            board.name
         ),
     ))
 }

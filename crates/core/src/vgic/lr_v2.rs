@@ -4,8 +4,8 @@
 //! where ICH_HCR_EL2's do, so `LrFlush::hcr` needs no translation.
 //!
 //! A GICv2 list register holds five priority bits (7:3) and, for a virtual SGI, the source
-//! CPU (bits 12:10); the model keeps no SGI source, so it is always CPU 0 (the VMs are
-//! uniprocessor).
+//! CPU (bits 12:10); the model keeps no SGI source (one pending state per SGI and vCPU, as
+//! for a GICv3), so it is always CPU 0, whichever vCPU sent it (docs/boards.md).
 
 use super::lr::{ListRegister, LrLink, LrState};
 

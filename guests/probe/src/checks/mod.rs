@@ -51,7 +51,7 @@ const fn check(description: &'static str, run: fn(&Platform) -> Outcome) -> Chec
 /// Every check, in the order they run and are numbered.
 #[rustfmt::skip]
 const CHECKS: &[Check] = &[
-    check("device tree names the console and the test device",    device_tree),
+    check("device tree names the console, test device and GIC",   device_tree),
     check("SMCCC_VERSION via HVC is 1.1",                         hypercalls::smccc_version),
     check("PSCI_VERSION via HVC is 1.1",                          hypercalls::psci_version_hvc),
     check("PSCI_VERSION via SMC is 1.1",                          hypercalls::psci_version_smc),
@@ -106,6 +106,7 @@ fn device_tree(p: &Platform) -> Outcome {
         (!p.dtb_found, "no device tree at x0"),
         (!p.uart_from_dtb, "no arm,pl011 node"),
         (!p.testdev_from_dtb, "no partita,testdev node"),
+        (!p.gic_from_dtb, "no GIC node"),
     ];
     match missing.iter().find(|(is_missing, _)| *is_missing) {
         Some((_, what)) => Err(Failure::new(format_args!("{what}, using fallbacks"))),

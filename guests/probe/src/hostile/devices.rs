@@ -36,7 +36,7 @@ const TESTDEV_READONLY: [u64; 3] = [0x00, 0x10, 0x20];
 const TESTDEV_RESERVED: u64 = 0x100;
 
 /// Writes all ones and zero to the 32-bit register at `addr`; it must keep its value.
-fn word_unchanged(addr: u64) -> Outcome {
+pub(super) fn word_unchanged(addr: u64) -> Outcome {
     let before = Load::Word.run(addr);
     Store::Word.run(addr, u64::from(u32::MAX));
     Store::Word.run(addr, 0);
@@ -49,7 +49,7 @@ fn word_unchanged(addr: u64) -> Outcome {
 }
 
 /// Writes all ones to the register at `addr` (64 bits when `double`); it must read as zero.
-fn razwi(addr: u64, double: bool) -> Outcome {
+pub(super) fn razwi(addr: u64, double: bool) -> Outcome {
     let (store, load) = if double {
         (Store::Double, Load::Double)
     } else {

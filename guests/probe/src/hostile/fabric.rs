@@ -13,7 +13,7 @@ use aarch64_cpu::registers::{Readable, CNTFRQ_EL0, CNTVCT_EL0};
 use partita_core::accel::interface::{reg, stat};
 
 use super::memory::{load_aborts, store_aborts};
-use super::{probe, Expected, Probe};
+use super::{probe, Expected, Probe, Run};
 use crate::checks::{expect_eq, Failure, Outcome};
 use crate::mmio::{Load, Store};
 use crate::platform::Platform;
@@ -49,8 +49,12 @@ fn relax() {
 /// The fabric's probes, numbered on their own (docs/accelerators.md lists them; the main
 /// table and docs/security.md do not).
 pub const PROBES: &[Probe] = &[
-    probe("if-foreign", Expected::AbortInjected, foreign_interfaces),
-    probe("dma-outside-vm", Expected::Ignored, dma_outside),
+    probe(
+        "if-foreign",
+        Expected::AbortInjected,
+        Run::Any(foreign_interfaces),
+    ),
+    probe("dma-outside-vm", Expected::Ignored, Run::Any(dma_outside)),
 ];
 
 fn now_ns() -> u64 {

@@ -1,9 +1,11 @@
 //! Probes of memory that is not the VM's: other VMs' RAM and Partita's own, named by their
-//! physical addresses used as guest-physical ones (configs/tests/hostile.toml pins them), and
-//! the physical devices of QEMU `virt` that Partita keeps for itself or leaves unassigned.
+//! physical addresses used as guest-physical ones (configs/tests/hostile.toml and
+//! configs/tests/zcu102-hostile.toml pin them alike), and the physical devices of QEMU
+//! `virt` that Partita keeps for itself or leaves unassigned (the ZCU102's are `gic_v2`'s).
 //! Every access must end in an injected synchronous external abort at the address touched.
 
 use crate::checks::{expect_abort, expect_eq, Outcome};
+use crate::gic::Gic;
 use crate::mmio::{Load, Store, UNTOUCHED};
 use crate::platform::Platform;
 
@@ -12,9 +14,12 @@ const FREERTOS_PHYS: u64 = 0x6000_0000;
 const WRECK_PHYS: u64 = 0x6060_0000;
 /// This VM's own RAM, physically: only its guest-physical 0x4000_0000 may reach it.
 const OWN_PHYS: u64 = 0x6040_0000;
-/// Partita's load address and the middle of its heap and bundle (0x4000_0000..0x6000_0000).
-const PARTITA_IMAGE: u64 = 0x4020_0000;
-const PARTITA_HEAP: u64 = 0x5000_0000;
+/// Partita's load address and the middle of its heap and bundle: on QEMU `virt` (a GICv3
+/// board) in 0x4000_0000..0x6000_0000, on the ZCU102 (GICv2) in 0..0x2000_0000.
+const PARTITA_IMAGE_V3: u64 = 0x4020_0000;
+const PARTITA_HEAP_V3: u64 = 0x5000_0000;
+const PARTITA_IMAGE_V2: u64 = 0x0020_0000;
+const PARTITA_HEAP_V2: u64 = 0x1000_0000;
 /// The last double word below this VM's RAM; the top of the 39-bit guest-physical space,
 /// and the top of the 40-bit space just past it (beyond what stage 2 translates at all).
 const BELOW_RAM: u64 = 0x3fff_fff8;
@@ -40,7 +45,7 @@ pub(super) fn store_aborts(addr: u64) -> Outcome {
     expect_abort(format_args!("str x at {addr:#x}"), addr)
 }
 
-fn load_and_store_abort(addr: u64) -> Outcome {
+pub(super) fn load_and_store_abort(addr: u64) -> Outcome {
     load_aborts(addr)?;
     store_aborts(addr)
 }
@@ -63,12 +68,18 @@ pub fn own_phys_alias(_: &Platform) -> Outcome {
     load_and_store_abort(OWN_PHYS)
 }
 
-pub fn partita_image(_: &Platform) -> Outcome {
-    load_and_store_abort(PARTITA_IMAGE)
+pub fn partita_image(p: &Platform) -> Outcome {
+    load_and_store_abort(match p.gic {
+        Gic::V3 { .. } => PARTITA_IMAGE_V3,
+        Gic::V2 { .. } => PARTITA_IMAGE_V2,
+    })
 }
 
-pub fn partita_heap(_: &Platform) -> Outcome {
-    load_and_store_abort(PARTITA_HEAP)
+pub fn partita_heap(p: &Platform) -> Outcome {
+    load_and_store_abort(match p.gic {
+        Gic::V3 { .. } => PARTITA_HEAP_V3,
+        Gic::V2 { .. } => PARTITA_HEAP_V2,
+    })
 }
 
 pub fn below_own_ram(_: &Platform) -> Outcome {

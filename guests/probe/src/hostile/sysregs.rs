@@ -10,14 +10,13 @@ use core::arch::asm;
 use aarch64_cpu::registers::{Readable, Writeable, CNTP_CTL_EL0, CNTP_CVAL_EL0};
 
 use crate::checks::{expect_eq, expect_no_exception, Outcome};
+use crate::gic::{GICD_ICENABLER, GICD_ISENABLER};
 use crate::mmio::{Store, UNTOUCHED};
 use crate::platform::Platform;
 
 use super::expect_undefined;
 
 const STORM: u32 = 20_000;
-const GICR_ISENABLER0: u64 = 0x080b_0100;
-const GICR_ICENABLER0: u64 = 0x080b_0180;
 const CNTP_PPI: u64 = 30;
 
 /// Reads a system register by name; the result is `UNTOUCHED` if the read was refused.
@@ -82,20 +81,15 @@ pub fn cntp_own(p: &Platform) -> Outcome {
     {
         return cntp_trapped();
     }
+    let gic = p.gic;
     CNTP_CVAL_EL0.set(0);
     CNTP_CTL_EL0.set(1);
-    Store::Word.run(GICR_ISENABLER0, 1 << CNTP_PPI);
+    Store::Word.run(gic.private(GICD_ISENABLER), 1 << CNTP_PPI);
     let status = CNTP_CTL_EL0.get();
-    let mut seen = 0;
-    for _ in 0..1000 {
-        let intid: u64;
-        // SAFETY: reads the highest pending interrupt of the virtual CPU interface.
-        unsafe { asm!("mrs {}, S3_0_C12_C12_2", out(reg) intid, options(nostack)) };
-        if intid & 0xff_ffff == CNTP_PPI {
-            seen += 1;
-        }
-    }
-    Store::Word.run(GICR_ICENABLER0, 1 << CNTP_PPI);
+    let seen = (0..1000)
+        .filter(|_| gic.highest_pending() == CNTP_PPI)
+        .count() as u64;
+    Store::Word.run(gic.private(GICD_ICENABLER), 1 << CNTP_PPI);
     expect_eq(format_args!("CNTP_CTL_EL0 (ENABLE|ISTATUS)"), status, 0b101)?;
     expect_eq(format_args!("PPI 30 pending at the VM"), seen, 0)
 }
