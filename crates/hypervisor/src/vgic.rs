@@ -12,8 +12,9 @@
 //! registers may go straight into a free one (`Vgic::inject_loaded`), and a vCPU switched
 //! in again with nothing changed in the model gets its parked values back
 //! (`Vgic::unchanged_since_choice`). A maintenance interrupt disables the virtual CPU
-//! interface until that refill (it would otherwise stay asserted at EL2). The guest's distributor and redistributor accesses trap
-//! (their windows are not in stage 2) and are emulated by the model.
+//! interface until that refill (it would otherwise stay asserted at EL2). The guest's
+//! distributor and redistributor accesses trap (their windows are not in stage 2) and are
+//! emulated by the model.
 //!
 //! Several vCPUs: a change one vCPU's CPU makes to another vCPU's interrupts (an SGI, an SPI
 //! routed there, a distributor write) is left in the model, and the caller kicks that vCPU
