@@ -16,7 +16,7 @@ use partita_core::board::Platform;
 
 use super::console::{clean, BEGIN};
 use super::matrix::{
-    beside_bootargs, freertos_bootargs, scale_config, scale_load, Boot, Mode, FREERTOS_SOLO,
+    beside_bootargs, freertos_bootargs, scale_config, scale_load, Boot, Load, Mode, FREERTOS_SOLO,
 };
 use crate::build::{self, ConsoleUse};
 use crate::process::{self, Ending};
@@ -120,21 +120,8 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
             ))
         }
         Boot::Beside { config, load } => {
-            let image = paths::build_dir().join("bench").join("partita.img");
             let bootargs = format!("{}{}", beside_bootargs(mode), load.rtos_bootargs());
-            let system = build::boot_image_with(
-                &paths::root().join(config),
-                &image,
-                Some(&load.job()),
-                Some((BESIDE_RTOS_VM, &bootargs)),
-                &ConsoleUse::AllTagged,
-            )?;
-            Ok(machine(
-                &image,
-                system.config.board.platform,
-                system.config.board.cpus,
-                cpu,
-            ))
+            beside(&paths::root().join(config), load, &bootargs, cpu)
         }
         Boot::Scale { vms, cpus } => {
             let dir = paths::build_dir().join("bench");
@@ -148,21 +135,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 &cache.join("linux").join("initramfs.cpio"),
             );
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
-            let image = dir.join("partita.img");
-            let bootargs = beside_bootargs(mode);
-            let system = build::boot_image_with(
-                &config,
-                &image,
-                Some(&scale_load(cpus).job()),
-                Some((BESIDE_RTOS_VM, &bootargs)),
-                &ConsoleUse::AllTagged,
-            )?;
-            Ok(machine(
-                &image,
-                system.config.board.platform,
-                system.config.board.cpus,
-                cpu,
-            ))
+            beside(&config, scale_load(cpus), &beside_bootargs(mode), cpu)
         }
         Boot::XenDom0 => xen_boot(cache, Some(Some(job)), None),
         Boot::XenDomU(None) => xen_boot(cache, None, Some(freertos_bootargs(mode))),
@@ -170,6 +143,25 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
             xen_boot(cache, Some(Some(&load.job())), Some(&beside_bootargs(mode)))
         }
     }
+}
+
+/// Partita with the system in `config`: its FreeRTOS VM runs with `bootargs` (the latency
+/// benchmark) and its Linux VM runs `load`.
+fn beside(config: &Path, load: Load, bootargs: &str, cpu: Cpu) -> Result<Command> {
+    let image = paths::build_dir().join("bench").join("partita.img");
+    let system = build::boot_image_with(
+        config,
+        &image,
+        Some(&load.job()),
+        Some((BESIDE_RTOS_VM, bootargs)),
+        &ConsoleUse::AllTagged,
+    )?;
+    Ok(machine(
+        &image,
+        system.config.board.platform,
+        system.config.board.cpus,
+        cpu,
+    ))
 }
 
 fn xen_boot(cache: &Path, dom0: Option<Option<&str>>, freertos: Option<&str>) -> Result<Command> {
