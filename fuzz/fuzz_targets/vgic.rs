@@ -259,9 +259,15 @@ impl Machine {
                 assert!((16..1020).contains(&pintid), "pINTID {pintid}");
             }
         }
-        // The guest acknowledges, completes or ignores each one (any state is accepted).
+        // The guest acknowledges, completes or ignores each interrupt it was given (any state
+        // is accepted); a list register holding none (Invalid) stays so, since only EL2
+        // writes list registers (an empty one made pending would be an interrupt nobody
+        // gave, e.g. INTID 0 beside a real SGI 0).
         let mut values = flush.values().to_vec();
         for (value, &state) in values.iter_mut().zip(states) {
+            if ListRegister::decode(*value).state == LrState::Invalid {
+                continue;
+            }
             *value = (*value & !(3 << 62)) | (u64::from(state & 3) << 62);
         }
         if let Some(intid) = short {
