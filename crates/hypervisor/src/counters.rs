@@ -321,7 +321,7 @@ pub enum ShortPath {
 /// path (`finish`).
 pub struct ShortExits {
     words: Option<&'static [AtomicU64; WORDS]>,
-    /// EL2 time of the short exits so far.
+    /// EL2 time of the short exits so far, and the time their WFIs waited.
     el2: u64,
 }
 
@@ -385,8 +385,45 @@ impl ShortExits {
         );
     }
 
+    /// The short exit's WFI taken at `start` is finished, or about to wait for an interrupt
+    /// at EL2: its trap and EL2 time are counted; returns the clock now.
+    #[inline]
+    pub fn wfi(&mut self, start: u64) -> u64 {
+        let now = clock();
+        let ns = now.wrapping_sub(start);
+        self.el2 = self.el2.wrapping_add(ns);
+        if let Some(w) = self.words {
+            add_words(w, Counter::TrapsWfi, 1);
+            add_words(w, Counter::El2Ns, ns);
+        }
+        now
+    }
+
+    /// The CPU woke up from waiting since `since` (`wfi`'s clock): that time is neither the
+    /// guest's nor EL2's. Returns the clock at the wake-up.
+    #[inline]
+    pub fn idle(&mut self, since: u64) -> u64 {
+        let now = clock();
+        self.el2 = self.el2.wrapping_add(now.wrapping_sub(since));
+        now
+    }
+
+    /// The interrupt that woke the CPU at `woke` (`idle`'s clock) was injected into the
+    /// waiting vCPU, which goes back in: one injection, its sample from the wake-up to now,
+    /// as the general path's idle wake-up counts it.
+    #[inline]
+    pub fn woke(&mut self, woke: u64) {
+        let ns = clock().wrapping_sub(woke);
+        self.el2 = self.el2.wrapping_add(ns);
+        if let Some(w) = self.words {
+            add_words(w, Counter::Injected, 1);
+            add_words(w, Counter::El2Ns, ns);
+            fold(w, Counter::InjectionCount, ns);
+        }
+    }
+
     /// The vCPU's exit leaves the short path (before `exited`): the short exits' time is
-    /// EL2's, not the guest's.
+    /// EL2's (or idle), not the guest's.
     pub fn finish(self) {
         let mark = &cpu().mark;
         mark.store(

@@ -16,6 +16,8 @@
 //!   rings go to the general path;
 //! - a trapped ICC_SGI1R_EL1 write: the SGI is made pending on its targets, other vCPUs'
 //!   CPUs are kicked, this vCPU's list registers chosen again;
+//! - a WFI of its CPU's only vCPU (`wait`): the CPU waits for an interrupt at EL2 inside the
+//!   exit, and the vCPU's own interrupt goes straight in when it wakes;
 //! - a console-UART access (`uart_exit`), asked first by the data-abort vector with only the
 //!   guest's caller-saved registers saved (`ShortExitHandler::data_abort`): no class dispatch, a
 //!   dozen registers fewer to save and load. An access naming x19..x29 comes back here with
@@ -31,21 +33,26 @@ use partita_core::hypercall::{respond_local, ret, Response, CALL_REGISTERS};
 use partita_core::trap::{SysregAccess, ICC_SGI1R_EL1};
 
 use crate::arch::aarch64::gic;
-use crate::arch::aarch64::vectors::{CallerSaved, DataAbort, Exit, GuestRegs, ShortExitHandler};
+use crate::arch::aarch64::vectors::{
+    CallerSaved, DataAbort, Exit, GuestRegs, Handled, ShortExitHandler,
+};
 use crate::console;
 use crate::counters::{ShortExits, ShortPath};
 use crate::hypercall;
 use crate::uart_exit::{Done, UartExit};
 use crate::vgic::VirtualGic;
-use crate::vm::{update_lines, Shared};
+use crate::vm::{inject_expired_timer, update_lines, Shared};
 
 /// ESR_EL2.EC values the short exit looks at (the vectors send it no other).
+const EC_WFX: u64 = 0x01;
 const EC_HVC64: u64 = 0x16;
 const EC_SMC64: u64 = 0x17;
 const EC_SYSREG: u64 = 0x18;
 const EC_DATA_ABORT_LOWER: u64 = 0x24;
 /// ESR_EL2.IL: a 32-bit instruction.
 const ESR_IL: u64 = 1 << 25;
+/// ESR_EL2.ISS.TI of a WFx exit: not a WFI (WFE, or WFIT/WFET).
+const ESR_WFX_TI: u64 = 0b11;
 
 /// One vCPU's short exit while it is entered (`Vm::enter`).
 pub struct ShortExit<'a> {
@@ -54,27 +61,36 @@ pub struct ShortExit<'a> {
     vcpu: usize,
     uart: UartExit,
     counters: ShortExits,
+    /// The vCPU is its CPU's only one, and the CPU lent none away: it may wait for an
+    /// interrupt at EL2 inside its WFI's exit (`wait`).
+    alone: bool,
     /// A physical interrupt acknowledged here that is not this VM's: the scheduler's
     /// interrupt handling takes it before acknowledging any other.
     pub held: Option<u32>,
 }
 
 impl ShortExitHandler for ShortExit<'_> {
-    /// An exit taken at `start` (the EL2 clock) with the guest's registers `regs`: true when
+    /// An exit taken at `start` (the EL2 clock) with the guest's registers `regs`: done when
     /// it is finished and the guest may run on.
     #[inline]
-    fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> bool {
+    fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled {
         let path = match exit {
             Exit::Irq => self.interrupt(),
-            Exit::Synchronous => self.synchronous(regs),
+            Exit::Synchronous => {
+                let esr = ESR_EL2.get();
+                if esr >> 26 == EC_WFX {
+                    return self.wait(regs, start, esr);
+                }
+                self.synchronous(regs, esr)
+            }
             Exit::Fiq | Exit::SError => None,
         };
         match path {
             Some(path) => {
                 self.counters.done(start, path);
-                true
+                Handled::Done
             }
-            None => false,
+            None => Handled::Return(exit),
         }
     }
 
@@ -102,12 +118,13 @@ impl ShortExitHandler for ShortExit<'_> {
 
 impl<'a> ShortExit<'a> {
     /// For vCPU `vcpu` of VM `shared` with its virtual GIC `vgic`, whose console UART is at
-    /// `slot` among its devices.
+    /// `slot` among its devices; `alone`: the vCPU is its CPU's only one.
     pub fn new(
         shared: &'a Shared,
         vgic: &'a mut VirtualGic,
         vcpu: usize,
         slot: Option<usize>,
+        alone: bool,
     ) -> Self {
         ShortExit {
             shared,
@@ -115,6 +132,7 @@ impl<'a> ShortExit<'a> {
             vcpu,
             uart: UartExit::new(shared.index(), slot),
             counters: ShortExits::new(shared.index()),
+            alone,
             held: None,
         }
     }
@@ -135,9 +153,8 @@ impl<'a> ShortExit<'a> {
         Some(ShortPath::Injection)
     }
 
-    fn synchronous(&mut self, regs: &mut GuestRegs) -> Option<ShortPath> {
+    fn synchronous(&mut self, regs: &mut GuestRegs, esr: u64) -> Option<ShortPath> {
         let (shared, vgic) = (self.shared, &mut *self.vgic);
-        let esr = ESR_EL2.get();
         let len = if esr & ESR_IL != 0 { 4 } else { 2 };
         match esr >> 26 {
             EC_DATA_ABORT_LOWER => self.device(regs),
@@ -162,6 +179,56 @@ impl<'a> ShortExit<'a> {
             }
             _ => None,
         }
+    }
+
+    /// A trapped WFI (ESR_EL2 `esr`, taken at `start`) of the CPU's only vCPU: what the
+    /// general path does for it (`trap::handle`, the scheduler's `block` and `idle`) without
+    /// leaving the world switch. With an interrupt to take, the guest runs on. Otherwise its
+    /// list registers are chosen, its console output flushed, the held console lines
+    /// printed, and the CPU waits in WFI at EL2 with this vCPU loaded; the interrupt that
+    /// wakes it is acknowledged and, when it is this vCPU's (its timer PPI, or one its VM
+    /// owns), injected, and the guest goes straight back in after its WFI. Another
+    /// interrupt returns to the general path as an IRQ exit (`held`), the guest's WFI done
+    /// (a spurious wake-up, which WFI allows). A WFE, or a vCPU that shares its CPU, goes to
+    /// the general path untouched: another vCPU may have to run while this one waits.
+    fn wait(&mut self, regs: &mut GuestRegs, start: u64, esr: u64) -> Handled {
+        if !self.alone || esr & ESR_WFX_TI != 0 {
+            return Handled::Return(Exit::Synchronous);
+        }
+        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let len = if esr & ESR_IL != 0 { 4 } else { 2 };
+        regs.elr = regs.elr.wrapping_add(len);
+        {
+            let mut hw = shared.hardware();
+            update_lines(shared, vgic, self.vcpu, &mut hw);
+            inject_expired_timer(shared, vgic, self.vcpu, &mut hw);
+            if vgic.has_deliverable(&mut hw.vgic) {
+                drop(hw);
+                self.counters.wfi(start);
+                return Handled::Done;
+            }
+            vgic.before_entry(&mut hw.vgic);
+            hw.devices.flush_output(shared.index());
+        }
+        console::release_held();
+        let idle = self.counters.wfi(start);
+        aarch64_cpu::asm::wfi();
+        let woke = self.counters.idle(idle);
+        let Some(intid) = gic::acknowledge() else {
+            return Handled::Done;
+        };
+        if intid != shared.board().timer_virt_irq && !shared.owns(intid) {
+            self.held = Some(intid);
+            return Handled::Return(Exit::Irq);
+        }
+        gic::end_of_interrupt(intid);
+        let mut hw = shared.hardware();
+        vgic.inject(&mut hw.vgic, intid);
+        shared.kick_touched(&mut hw.vgic, self.vcpu);
+        vgic.before_entry(&mut hw.vgic);
+        drop(hw);
+        self.counters.woke(woke);
+        Handled::Done
     }
 
     /// A data abort with every register saved (its access names one of x19..x29, which

@@ -859,12 +859,8 @@ impl Vm {
     /// does not re-signal a pending PPI that a guest's deactivation through a HW list
     /// register made inactive, so a guest idling then would wait for it forever).
     pub fn inject_expired_timer(&mut self) {
-        let ppi = self.shared.board.timer_virt_irq;
-        if timer::virtual_firing() && !gic::ppi_active(self.shared.board, ppi) {
-            self.inject(ppi);
-            counters::injected(self.shared.index);
-            gic::set_active_ppi(self.shared.board, ppi);
-        }
+        let mut hw = self.shared.hw.lock();
+        inject_expired_timer(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
     }
 
     /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
@@ -882,9 +878,10 @@ impl Vm {
     /// Enters the loaded vCPU until an exit the scheduler must see: the frequent exits (its
     /// timer PPI or an interrupt it owns, a hypercall that needs no scheduler, a self-SGI, an
     /// access to the VM's console UART) are finished by the world switch's short exit and the
-    /// vCPU goes straight back (`ShortExit`). What the VM's UARTs transmitted and its console
-    /// has not had yet goes there when it returns.
-    pub fn enter(&mut self) -> Exit {
+    /// vCPU goes straight back (`ShortExit`); `alone`: it is its CPU's only vCPU, so a WFI
+    /// may wait at EL2 inside the exit. What the VM's UARTs transmitted and its console has
+    /// not had yet goes there when it returns.
+    pub fn enter(&mut self, alone: bool) -> Exit {
         let slot = {
             let mut hw = self.shared.hw.lock();
             update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
@@ -893,7 +890,7 @@ impl Vm {
         };
         let index = self.shared.index;
         counters::entering(index);
-        let mut short = ShortExit::new(&self.shared, &mut self.vgic, self.vcpu_index, slot);
+        let mut short = ShortExit::new(&self.shared, &mut self.vgic, self.vcpu_index, slot, alone);
         let exit = self.vcpu.run(&mut short);
         self.acknowledged = short.finish();
         counters::exited(index);
@@ -1023,6 +1020,23 @@ impl Vm {
             ),
         }
         Outcome::Stop(Stop::Fault)
+    }
+}
+
+/// `Vm::inject_expired_timer` for vCPU `vcpu` (`vgic`), loaded on this CPU, with the VM's
+/// lock held (`hw`).
+pub fn inject_expired_timer(
+    shared: &Shared,
+    vgic: &mut VirtualGic,
+    vcpu: usize,
+    hw: &mut Hardware,
+) {
+    let ppi = shared.board.timer_virt_irq;
+    if timer::virtual_firing() && !gic::ppi_active(shared.board, ppi) {
+        vgic.inject(&mut hw.vgic, ppi);
+        shared.kick_touched(&mut hw.vgic, vcpu);
+        counters::injected(shared.index);
+        gic::set_active_ppi(shared.board, ppi);
     }
 }
 

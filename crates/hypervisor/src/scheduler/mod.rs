@@ -261,8 +261,11 @@ impl CpuScheduler {
         };
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
         loop {
+            // Its CPU's only vCPU may wait for an interrupt inside its WFI's exit: nothing
+            // else could run meanwhile, and whatever this CPU must do wakes it.
+            let alone = self.vms.len() == 1 && self.lent.is_empty();
             let vm = &mut self.vms[at];
-            let exit = vm.enter();
+            let exit = vm.enter(alone);
             match vm.handle(exit) {
                 Outcome::Resume => {}
                 Outcome::Interrupt => {

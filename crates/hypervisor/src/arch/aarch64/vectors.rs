@@ -57,7 +57,8 @@ extern "C" {
     static partita_vectors: u8;
 }
 
-/// How the vectors call the short exit: `(clock, regs, short, exit kind)` → 1 when done.
+/// How the vectors call the short exit: `(clock, regs, short, exit kind)` → `DONE`, or the
+/// exit kind `enter_guest_raw` returns.
 type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
 /// How the data-abort vector calls `ShortExitHandler::data_abort`: `(clock, regs, short)` → a
 /// `DataAbort` as u64.
@@ -65,17 +66,30 @@ type DataAbortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
 
 /// The short exits of an entered vCPU (`enter_guest`).
 pub trait ShortExitHandler {
-    /// A physical IRQ, or a data abort, HVC, SMC or trapped system register from the guest,
-    /// taken at `start` (`counters`'s clock) with every guest register saved in `regs`: true
-    /// when it did everything the exit needed, and the guest goes straight back in with the
-    /// registers as it left them; false returns the exit from `enter_guest`.
-    fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> bool;
+    /// A physical IRQ, or a WFI, data abort, HVC, SMC or trapped system register from the
+    /// guest, taken at `start` (`counters`'s clock) with every guest register saved in
+    /// `regs`: `Handled::Done` when it did everything the exit needed, and the guest goes
+    /// straight back in with the registers as it left them; `Handled::Return` returns an
+    /// exit from `enter_guest` (`exit` itself when the short exit did nothing).
+    fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled;
 
     /// A data abort from the guest taken at `start`, asked first, with only the guest's
     /// caller-saved registers saved and ELR in ELR_EL2 (`CallerSaved`). Whatever it does not
     /// finish it must leave untouched.
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> DataAbort;
 }
+
+/// What `ShortExitHandler::exit` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handled {
+    /// Finished: the guest's registers are loaded back and it runs on.
+    Done,
+    /// `enter_guest` returns this exit to the general path.
+    Return(Exit),
+}
+
+/// `short_exit`'s answer for `Handled::Done` (the exit kinds are 0..=3).
+const DONE: u64 = 4;
 
 /// What `ShortExitHandler::data_abort` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,11 +170,21 @@ impl Exit {
             _ => Exit::SError,
         }
     }
+
+    /// The lower-EL vector's kind of this exit (`from_kind`'s inverse).
+    fn kind(self) -> u64 {
+        match self {
+            Exit::Synchronous => 0,
+            Exit::Irq => 1,
+            Exit::Fiq => 2,
+            Exit::SError => 3,
+        }
+    }
 }
 
 /// Called by the vectors with the guest's registers saved and the host's not yet restored
-/// (on the EL2 stack below `enter_guest_raw`'s frame): 1 when `short` finished the exit and
-/// the guest is loaded back, 0 when `enter_guest_raw` returns it.
+/// (on the EL2 stack below `enter_guest_raw`'s frame): `DONE` when `short` finished the exit
+/// and the guest is loaded back, else the kind of the exit `enter_guest_raw` returns.
 extern "C" fn short_exit<S: ShortExitHandler>(
     start: u64,
     regs: *mut GuestRegs,
@@ -171,7 +195,10 @@ extern "C" fn short_exit<S: ShortExitHandler>(
     // running: `regs` is its exclusively borrowed register file (the guest is not running,
     // the assembly touches it again only after this returns) and `short` its `&mut S`.
     let (regs, short) = unsafe { (&mut *regs, &mut *short.cast::<S>()) };
-    u64::from(short.exit(regs, start, Exit::from_kind(kind)))
+    match short.exit(regs, start, Exit::from_kind(kind)) {
+        Handled::Done => DONE,
+        Handled::Return(exit) => exit.kind(),
+    }
 }
 
 /// Called by the data-abort vector with the guest's caller-saved registers and ELR saved
@@ -232,8 +259,8 @@ global_asm!(
 .endm
 
 // Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) takes its own short exit
-// (`guest_data_abort`, with the guest's x2..x30 still live); HVC (0x16), SMC (0x17) or a
-// trapped system register (0x18) the general short exit.
+// (`guest_data_abort`, with the guest's x2..x30 still live); WFI/WFE (0x01), HVC (0x16), SMC
+// (0x17) or a trapped system register (0x18) the general short exit.
 .macro guest_sync_vector
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
@@ -243,6 +270,8 @@ global_asm!(
     b.eq    guest_data_abort
     stp     x2, x3, [sp, #16]
     mov     x3, #0
+    cmp     x0, #0x01
+    b.eq    guest_short
     sub     x0, x0, #0x16
     cmp     x0, #2
     b.ls    guest_short
@@ -349,8 +378,8 @@ load_guest:
 
 // Entered from a vector with the guest's x0..x3 pushed and the exit kind in x3: reads the
 // clock, saves the guest's registers and calls the short exit `call(clock, regs, short, kind)`
-// (`enter_guest_raw`'s third and second arguments, kept in its frame). x19 keeps the kind
-// across the call: the host's x19 is in the frame and the guest's in `regs`.
+// (`enter_guest_raw`'s third and second arguments, kept in its frame). It answers `DONE`
+// (the guest is loaded back) or the kind of the exit to return.
 guest_short:
     read_clock x2, w2
     ldr     x1, [sp, #32]
@@ -359,15 +388,13 @@ guest_short:
 // the clock in x2 and the kind in x3.
 short_call:
     mov     x0, x2
-    mov     x19, x3
     ldr     x2, [sp, #8]
     ldr     x4, [sp, #16]
     blr     x4
-    cbz     x0, 3f
+    cmp     x0, #{done}
+    b.ne    restore_host
     ldr     x0, [sp]
     b       load_guest
-3:  mov     x0, x19
-    b       restore_host
 
 // Entered from the synchronous vector for a data abort, with the guest's x0, x1 pushed (32
 // bytes) and x2..x30 live: reads the clock, saves the guest's caller-saved registers (x0..x18,
@@ -450,6 +477,7 @@ restore_host:
     ret
 "#,
     elr = const offset_of!(GuestRegs, elr),
+    done = const DONE,
     pmu = sym crate::counters::PMU,
 );
 
