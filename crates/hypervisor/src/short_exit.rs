@@ -34,12 +34,12 @@ use partita_core::trap::{SysregAccess, ICC_SGI1R_EL1};
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::vectors::{
-    CallerSaved, DataAbort, Exit, GuestRegs, Handled, ShortExitHandler,
+    CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler,
 };
 use crate::console;
 use crate::counters::{ShortExits, ShortPath};
 use crate::hypercall;
-use crate::uart_exit::{Done, UartExit};
+use crate::uart_exit::{Done, Registers, UartExit};
 use crate::vgic::VirtualGic;
 use crate::vm::{inject_expired_timer, update_lines, Shared};
 
@@ -70,39 +70,42 @@ pub struct ShortExit<'a> {
 }
 
 impl ShortExitHandler for ShortExit<'_> {
-    /// An exit taken at `start` (the EL2 clock) with the guest's registers `regs`: done when
-    /// it is finished and the guest may run on.
+    /// An exit taken at `start` (the EL2 clock) with every guest register in `regs`: done
+    /// when it is finished and the guest may run on.
     #[inline]
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled {
-        let path = match exit {
-            Exit::Irq => self.interrupt(),
-            Exit::Synchronous => {
-                let esr = ESR_EL2.get();
-                if esr >> 26 == EC_WFX {
-                    return self.wait(regs, start, esr);
+        // A data abort comes here only when its access names one of x19..x29.
+        if exit == Exit::Synchronous && ESR_EL2.get() >> 26 == EC_DATA_ABORT_LOWER {
+            return match self.device(regs) {
+                Ok(path) => {
+                    self.counters.done(start, path);
+                    Handled::Done
                 }
-                self.synchronous(regs, esr)
-            }
-            Exit::Fiq | Exit::SError => None,
-        };
-        match path {
-            Some(path) => {
-                self.counters.done(start, path);
-                Handled::Done
-            }
-            None => Handled::Return(exit),
+                Err(_) => Handled::Return(exit),
+            };
         }
+        match self.dispatch(regs, start, exit) {
+            Light::Done => Handled::Done,
+            Light::Interrupted => Handled::Return(Exit::Irq),
+            Light::General | Light::AllRegisters => Handled::Return(exit),
+        }
+    }
+
+    /// The same with the guest's caller-saved registers only.
+    #[inline]
+    fn light(&mut self, regs: &mut CallerSaved, start: u64, exit: Exit) -> Light {
+        self.dispatch(regs, start, exit)
     }
 
     /// A data abort taken at `start`, with the guest's caller-saved registers: a
     /// console-UART access is finished; any other goes to the general path untouched, or to
     /// `exit` when its register was not saved.
     #[inline]
-    fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> DataAbort {
+    fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
         let mut hw = self.shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
-            Done::No => return DataAbort::General,
-            Done::Unsaved => return DataAbort::AllRegisters,
+            Done::No => return Light::General,
+            Done::Unsaved => return Light::AllRegisters,
             Done::Yes { data_write } => data_write,
             Done::LineChanged { data_write } => {
                 update_lines(self.shared, self.vgic, self.vcpu, &mut hw);
@@ -112,7 +115,7 @@ impl ShortExitHandler for ShortExit<'_> {
         };
         drop(hw);
         self.counters.device(start, data_write);
-        DataAbort::Done
+        Light::Done
     }
 }
 
@@ -137,47 +140,72 @@ impl<'a> ShortExit<'a> {
         }
     }
 
+    /// An exit taken at `start` with the guest's registers `regs` (all of them, or the
+    /// caller-saved ones).
+    #[inline(always)]
+    fn dispatch<R: Registers>(&mut self, regs: &mut R, start: u64, exit: Exit) -> Light {
+        let path = match exit {
+            Exit::Irq => self.interrupt(),
+            Exit::Synchronous => {
+                let esr = ESR_EL2.get();
+                if esr >> 26 == EC_WFX {
+                    return self.wait(regs, start, esr);
+                }
+                self.synchronous(regs, esr)
+            }
+            Exit::Fiq | Exit::SError => Err(Light::General),
+        };
+        match path {
+            Ok(path) => {
+                self.counters.done(start, path);
+                Light::Done
+            }
+            Err(light) => light,
+        }
+    }
+
     /// A physical IRQ: the loaded vCPU's timer PPI or an interrupt the VM owns is injected.
-    fn interrupt(&mut self) -> Option<ShortPath> {
+    #[inline(always)]
+    fn interrupt(&mut self) -> Result<ShortPath, Light> {
         let (shared, vgic) = (self.shared, &mut *self.vgic);
-        let intid = gic::acknowledge()?;
+        let intid = gic::acknowledge().ok_or(Light::General)?;
         if intid != shared.board().timer_virt_irq && !shared.owns(intid) {
             self.held = Some(intid);
-            return None;
+            return Err(Light::General);
         }
         gic::end_of_interrupt(intid);
         let mut hw = shared.hardware();
         vgic.inject(&mut hw.vgic, intid);
         shared.kick_touched(&mut hw.vgic, self.vcpu);
         vgic.before_entry(&mut hw.vgic);
-        Some(ShortPath::Injection)
+        Ok(ShortPath::Injection)
     }
 
-    fn synchronous(&mut self, regs: &mut GuestRegs, esr: u64) -> Option<ShortPath> {
+    #[inline(always)]
+    fn synchronous<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
         let (shared, vgic) = (self.shared, &mut *self.vgic);
         let len = if esr & ESR_IL != 0 { 4 } else { 2 };
         match esr >> 26 {
-            EC_DATA_ABORT_LOWER => self.device(regs),
             EC_HVC64 => hypercall_local(regs, shared, esr as u16, false),
             EC_SMC64 => {
                 let path = hypercall_local(regs, shared, esr as u16, true)?;
-                regs.elr = regs.elr.wrapping_add(len);
-                Some(path)
+                regs.advance(len);
+                Ok(path)
             }
             EC_SYSREG => {
                 let access = SysregAccess::decode((esr & 0x1ff_ffff) as u32);
                 if access.id != ICC_SGI1R_EL1 || access.read {
-                    return None;
+                    return Err(Light::General);
                 }
-                let value = regs.get(access.register);
+                let value = regs.read(access.register).ok_or(Light::AllRegisters)?;
                 let mut hw = shared.hardware();
                 vgic.send_sgi(&mut hw.vgic, value);
                 shared.kick_touched(&mut hw.vgic, self.vcpu);
                 vgic.before_entry(&mut hw.vgic);
-                regs.elr = regs.elr.wrapping_add(len);
-                Some(ShortPath::Sgi)
+                regs.advance(len);
+                Ok(ShortPath::Sgi)
             }
-            _ => None,
+            _ => Err(Light::General),
         }
     }
 
@@ -191,13 +219,12 @@ impl<'a> ShortExit<'a> {
     /// interrupt returns to the general path as an IRQ exit (`held`), the guest's WFI done
     /// (a spurious wake-up, which WFI allows). A WFE, or a vCPU that shares its CPU, goes to
     /// the general path untouched: another vCPU may have to run while this one waits.
-    fn wait(&mut self, regs: &mut GuestRegs, start: u64, esr: u64) -> Handled {
+    fn wait<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
         if !self.alone || esr & ESR_WFX_TI != 0 {
-            return Handled::Return(Exit::Synchronous);
+            return Light::General;
         }
         let (shared, vgic) = (self.shared, &mut *self.vgic);
-        let len = if esr & ESR_IL != 0 { 4 } else { 2 };
-        regs.elr = regs.elr.wrapping_add(len);
+        regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
         {
             let mut hw = shared.hardware();
             update_lines(shared, vgic, self.vcpu, &mut hw);
@@ -205,7 +232,7 @@ impl<'a> ShortExit<'a> {
             if vgic.has_deliverable(&mut hw.vgic) {
                 drop(hw);
                 self.counters.wfi(start);
-                return Handled::Done;
+                return Light::Done;
             }
             vgic.before_entry(&mut hw.vgic);
             hw.devices.flush_output(shared.index());
@@ -215,11 +242,11 @@ impl<'a> ShortExit<'a> {
         aarch64_cpu::asm::wfi();
         let woke = self.counters.idle(idle);
         let Some(intid) = gic::acknowledge() else {
-            return Handled::Done;
+            return Light::Done;
         };
         if intid != shared.board().timer_virt_irq && !shared.owns(intid) {
             self.held = Some(intid);
-            return Handled::Return(Exit::Irq);
+            return Light::Interrupted;
         }
         gic::end_of_interrupt(intid);
         let mut hw = shared.hardware();
@@ -228,16 +255,18 @@ impl<'a> ShortExit<'a> {
         vgic.before_entry(&mut hw.vgic);
         drop(hw);
         self.counters.woke(woke);
-        Handled::Done
+        Light::Done
     }
 
-    /// A data abort with every register saved (its access names one of x19..x29, which
-    /// `data_abort` could not reach): a console-UART access.
-    fn device(&mut self, regs: &mut GuestRegs) -> Option<ShortPath> {
+    /// A data abort: a console-UART access (`data_abort` with every register saved, when
+    /// its access names one of x19..x29).
+    #[inline(always)]
+    fn device<R: Registers>(&mut self, regs: &mut R) -> Result<ShortPath, Light> {
         let (shared, vgic) = (self.shared, &mut *self.vgic);
         let mut hw = shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
-            Done::No | Done::Unsaved => return None,
+            Done::No => return Err(Light::General),
+            Done::Unsaved => return Err(Light::AllRegisters),
             Done::Yes { data_write } => data_write,
             Done::LineChanged { data_write } => {
                 update_lines(shared, vgic, self.vcpu, &mut hw);
@@ -245,7 +274,7 @@ impl<'a> ShortExit<'a> {
                 data_write
             }
         };
-        Some(ShortPath::Device {
+        Ok(ShortPath::Device {
             uart_write: data_write,
         })
     }
@@ -259,27 +288,29 @@ impl<'a> ShortExit<'a> {
 
 /// HVC/SMC `#imm` when the call depends on the registers and counters alone: answered in
 /// x0 (and x1), or its bytes printed as the VM's console output.
-fn hypercall_local(
-    regs: &mut GuestRegs,
+#[inline(always)]
+fn hypercall_local<R: Registers>(
+    regs: &mut R,
     shared: &Shared,
     imm: u16,
     smc: bool,
-) -> Option<ShortPath> {
+) -> Result<ShortPath, Light> {
+    let x = regs.caller_saved();
     let mut args = [0u64; CALL_REGISTERS];
-    args.copy_from_slice(&regs.x[..CALL_REGISTERS]);
-    match respond_local(&args, imm, hypercall::counters_value)? {
+    args.copy_from_slice(&x[..CALL_REGISTERS]);
+    match respond_local(&args, imm, hypercall::counters_value).ok_or(Light::General)? {
         Response::Return { x0, x1 } => {
-            regs.x[0] = x0;
+            x[0] = x0;
             if let Some(x1) = x1 {
-                regs.x[1] = x1;
+                x[1] = x1;
             }
         }
         Response::Print(bytes) => {
-            regs.x[0] = ret::SUCCESS;
+            x[0] = ret::SUCCESS;
             console::vm_output(shared.index(), bytes.as_slice());
         }
         // `respond_local` answers no call that acts on the VM.
-        _ => return None,
+        _ => return Err(Light::General),
     }
-    Some(ShortPath::Hypercall { smc })
+    Ok(ShortPath::Hypercall { smc })
 }

@@ -30,6 +30,8 @@ pub trait Registers {
     fn write(&mut self, r: Register, value: u64);
     /// Moves ELR past the trapped instruction of `len` bytes.
     fn advance(&mut self, len: u64);
+    /// x0..x18, which are always saved.
+    fn caller_saved(&mut self) -> &mut [u64];
 }
 
 impl Registers for GuestRegs {
@@ -45,6 +47,10 @@ impl Registers for GuestRegs {
     fn advance(&mut self, len: u64) {
         self.elr = self.elr.wrapping_add(len);
     }
+    #[inline]
+    fn caller_saved(&mut self) -> &mut [u64] {
+        self.caller_saved_mut()
+    }
 }
 
 impl Registers for CallerSaved {
@@ -59,6 +65,10 @@ impl Registers for CallerSaved {
     #[inline]
     fn advance(&mut self, len: u64) {
         CallerSaved::advance(self, len);
+    }
+    #[inline]
+    fn caller_saved(&mut self) -> &mut [u64] {
+        CallerSaved::caller_saved(self)
     }
 }
 
@@ -92,7 +102,7 @@ impl UartExit {
     /// A data abort with the guest's registers `regs`, the VM's devices locked by the
     /// caller: a console-UART access is done (the load's register written, ELR past the
     /// instruction); any other changes nothing.
-    #[inline]
+    #[inline(always)]
     pub fn handle<R: Registers>(&self, regs: &mut R, devices: &mut Devices) -> Done {
         let Some(slot) = self.slot else {
             return Done::No;

@@ -194,6 +194,12 @@ impl GuestRegs {
         }
     }
 
+    /// x0..x18: the registers a short exit always has saved (`vectors::CallerSaved`).
+    #[inline]
+    pub fn caller_saved_mut(&mut self) -> &mut [u64] {
+        &mut self.x[..19]
+    }
+
     /// Writes a register named by an instruction (writes to XZR are discarded).
     #[inline]
     pub fn set(&mut self, r: Register, value: u64) {

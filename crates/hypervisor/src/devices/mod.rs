@@ -216,7 +216,7 @@ impl Devices {
     /// buffered for the console, and whether its interrupt line changed. `None` when `ipa`
     /// is outside that UART's window or the model refuses the access (which changes nothing:
     /// the general path then injects the abort). The short exit's device step: no scan.
-    #[inline]
+    #[inline(always)]
     pub fn uart_access(
         &mut self,
         slot: usize,

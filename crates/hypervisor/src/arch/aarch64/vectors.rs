@@ -2,22 +2,25 @@
 //! of the guest's registers when it traps back.
 //!
 //! While a guest runs, the EL2 stack holds the host's callee-saved registers, a pointer to
-//! the guest's `GuestRegs` and the short exit. Any exception from a lower EL saves x0..x30 and ELR/SPSR there,
-//! restores the host registers and returns from `enter_guest` with the exit kind, so trap
-//! handling is ordinary Rust on the ordinary stack. The guest's FP/SIMD registers stay live
+//! the guest's `GuestRegs` and the short exit. Any exception from a lower EL the short exit
+//! does not finish saves x0..x30 and ELR/SPSR there, restores the host registers and returns
+//! from `enter_guest` with the exit kind, so trap handling is ordinary Rust on the ordinary
+//! stack. The guest's FP/SIMD registers stay live
 //! through an exit: Partita's code never uses them (it is built soft-float), and `fp` moves
 //! them only when a vCPU leaves or takes the CPU.
-//! The frequent exits (a physical IRQ, and a synchronous exception whose class is a data
-//! abort, HVC, SMC or a trapped system register) first go to the caller's short exit
-//! (`enter_guest`'s `short`) with the guest's registers saved and the EL2 clock read at the
-//! vector: when it finishes the exit, the guest is loaded back at once, without restoring the
-//! host's registers, returning to the scheduler and entering it again. The vector tells those
-//! exits apart by ESR_EL2.EC only.
-//! A data abort has its own, shorter entry (`ShortExitHandler::data_abort`): only the guest's
-//! caller-saved registers (x0..x18, x30) are saved before the call, since the Rust handler
-//! keeps x19..x29 as the procedure call standard says and ELR/SPSR stay in the CPU, and only
-//! those are loaded back. When it does not finish the exit, x19..x29, ELR and SPSR are saved
-//! too and the exit goes to the general short exit or returns, exactly as any other.
+//! The frequent exits (a physical IRQ, and a synchronous exception whose class is WFx, a
+//! data abort, HVC or SMC) first go to the caller's short exit (`enter_guest`'s `short`) with
+//! the EL2 clock read at the vector and only the guest's caller-saved registers (x0..x18,
+//! x30) saved: the Rust handler keeps x19..x29 as the
+//! procedure call standard says and ELR/SPSR stay in ELR_EL2/SPSR_EL2
+//! (`ShortExitHandler::light`, and `ShortExitHandler::data_abort` for a data abort, which the
+//! vector tells apart by ESR_EL2.EC alone). When it finishes the exit, those registers are
+//! loaded back and the guest runs on at once, without restoring the host's registers,
+//! returning to the scheduler and entering it again. When it does not, x19..x29, ELR and
+//! SPSR are saved too and the exit goes to the short exit with every register
+//! (`ShortExitHandler::exit`: an access naming x19..x29) or returns, exactly as any other. A
+//! trapped system register (an SGI sent), which may name any register, goes to `exit` at
+//! once with every register saved.
 //! Exceptions taken from EL2 itself are Partita bugs and end in a panic. This module must
 //! never interpret a trap: decoding belongs to `trap.rs` and `partita_core::trap`.
 
@@ -53,6 +56,7 @@ extern "C" {
         short: *mut c_void,
         call: ShortCall,
         data_abort: DataAbortCall,
+        light: LightCall,
     ) -> u64;
     static partita_vectors: u8;
 }
@@ -61,22 +65,30 @@ extern "C" {
 /// exit kind `enter_guest_raw` returns.
 type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
 /// How the data-abort vector calls `ShortExitHandler::data_abort`: `(clock, regs, short)` → a
-/// `DataAbort` as u64.
+/// `Light` as u64.
 type DataAbortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
+/// How the IRQ vector and the synchronous one (WFx, HVC, SMC) call
+/// `ShortExitHandler::light`: `(clock, regs, short, exit kind)` → a `Light` as u64.
+type LightCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
 
 /// The short exits of an entered vCPU (`enter_guest`).
 pub trait ShortExitHandler {
     /// A physical IRQ, or a WFI, data abort, HVC, SMC or trapped system register from the
     /// guest, taken at `start` (`counters`'s clock) with every guest register saved in
-    /// `regs`: `Handled::Done` when it did everything the exit needed, and the guest goes
-    /// straight back in with the registers as it left them; `Handled::Return` returns an
-    /// exit from `enter_guest` (`exit` itself when the short exit did nothing).
+    /// `regs` (after `Light::AllRegisters`): `Handled::Done` when it did everything the exit
+    /// needed, and the guest goes straight back in with the registers as it left them;
+    /// `Handled::Return` returns an exit from `enter_guest` (`exit` itself when the short
+    /// exit did nothing).
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled;
 
-    /// A data abort from the guest taken at `start`, asked first, with only the guest's
-    /// caller-saved registers saved and ELR in ELR_EL2 (`CallerSaved`). Whatever it does not
-    /// finish it must leave untouched.
-    fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> DataAbort;
+    /// A physical IRQ, or a WFx, HVC or SMC from the guest, taken at `start`, asked first, with only the guest's caller-saved registers saved and ELR
+    /// and SPSR in ELR_EL2 and SPSR_EL2 (`CallerSaved`). Whatever it does not finish it must
+    /// leave untouched, except as `Light::Interrupted` says.
+    fn light(&mut self, regs: &mut CallerSaved, start: u64, exit: Exit) -> Light;
+
+    /// A data abort from the guest taken at `start`: `light` for the data-abort vector,
+    /// which knows the class already.
+    fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
 }
 
 /// What `ShortExitHandler::exit` did.
@@ -91,21 +103,25 @@ pub enum Handled {
 /// `short_exit`'s answer for `Handled::Done` (the exit kinds are 0..=3).
 const DONE: u64 = 4;
 
-/// What `ShortExitHandler::data_abort` did.
+/// What `ShortExitHandler::light` and `ShortExitHandler::data_abort` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u64)]
-pub enum DataAbort {
-    /// Nothing: `enter_guest` returns the exit (`Exit::Synchronous`) to the general path.
+pub enum Light {
+    /// Nothing: `enter_guest` returns the exit as it was taken to the general path.
     General = 0,
     /// Finished: the guest's caller-saved registers are loaded back and it runs on (at
-    /// ELR_EL2, which the access moved past the instruction).
+    /// ELR_EL2, which the short exit may have moved past the instruction).
     Done = 1,
-    /// Nothing, because the access names a register that was not saved: every register is
+    /// Nothing, because the exit needs a register that was not saved: every register is
     /// saved and the exit goes to `ShortExitHandler::exit`.
     AllRegisters = 2,
+    /// The exit (a WFI) is finished as far as the guest goes (ELR_EL2 moved past it), and
+    /// a physical interrupt that is not this VM's arrived meanwhile: `enter_guest` returns
+    /// `Exit::Irq`.
+    Interrupted = 3,
 }
 
-/// The guest's register file at a data abort's short exit: x0..x18 and x30 hold the guest's
+/// The guest's register file at a light short exit (`ShortExitHandler::light`): x0..x18 and x30 hold the guest's
 /// values; x19..x29, ELR and SPSR do not (the guest's are still in the CPU's registers, kept
 /// by the Rust code as callee-saved, and in ELR_EL2 and SPSR_EL2), so x19..x29 can be
 /// neither read nor written here and ELR moves in ELR_EL2 (`advance`).
@@ -136,6 +152,12 @@ impl CallerSaved {
         }
     }
 
+    /// The guest's x0..x18.
+    #[inline]
+    pub fn caller_saved(&mut self) -> &mut [u64] {
+        self.0.caller_saved_mut()
+    }
+
     /// Moves the guest's ELR (ELR_EL2, loaded by the `eret`) past the trapped instruction
     /// of `len` bytes.
     #[inline]
@@ -149,14 +171,16 @@ impl CallerSaved {
 pub fn enter_guest<S: ShortExitHandler>(regs: &mut GuestRegs, short: &mut S) -> Exit {
     let call: ShortCall = short_exit::<S>;
     let data_abort: DataAbortCall = data_abort_exit::<S>;
+    let light: LightCall = light_exit::<S>;
     let short = core::ptr::from_mut(short).cast::<c_void>();
     // SAFETY: `regs` is a valid, exclusively borrowed register file for the duration of the
     // call; the assembly saves and restores every callee-saved register of the host and
     // returns on the same stack. `short` is an exclusively borrowed `S`, used only by
-    // `call` (`short_exit::<S>`) and `data_abort` (`data_abort_exit::<S>`) during the call.
+    // `call`, `data_abort` and `light` (`short_exit`, `data_abort_exit`, `light_exit`) during
+    // the call.
     // Stage 2, HCR_EL2 and the EL1 context of this guest are loaded by the caller, so the
     // guest can only reach its own memory.
-    let kind = unsafe { enter_guest_raw(regs, short, call, data_abort) };
+    let kind = unsafe { enter_guest_raw(regs, short, call, data_abort, light) };
     Exit::from_kind(kind)
 }
 
@@ -201,8 +225,8 @@ extern "C" fn short_exit<S: ShortExitHandler>(
     }
 }
 
-/// Called by the data-abort vector with the guest's caller-saved registers and ELR saved
-/// (`CallerSaved`): what `short` did, as `DataAbort`'s value.
+/// Called by the data-abort vector with the guest's caller-saved registers saved
+/// (`CallerSaved`): what `short` did, as `Light`'s value.
 extern "C" fn data_abort_exit<S: ShortExitHandler>(
     start: u64,
     regs: *mut GuestRegs,
@@ -213,6 +237,19 @@ extern "C" fn data_abort_exit<S: ShortExitHandler>(
     // wrapper of `GuestRegs`, so the cast keeps layout and validity.
     let (regs, short) = unsafe { (&mut *regs.cast::<CallerSaved>(), &mut *short.cast::<S>()) };
     short.data_abort(regs, start) as u64
+}
+
+/// Called by the IRQ vector and the synchronous one with the guest's caller-saved registers
+/// saved (`CallerSaved`) and the exit kind: what `short` did, as `Light`'s value.
+extern "C" fn light_exit<S: ShortExitHandler>(
+    start: u64,
+    regs: *mut GuestRegs,
+    short: *mut c_void,
+    kind: u64,
+) -> u64 {
+    // SAFETY: as in `data_abort_exit`.
+    let (regs, short) = unsafe { (&mut *regs.cast::<CallerSaved>(), &mut *short.cast::<S>()) };
+    short.light(regs, start, Exit::from_kind(kind)) as u64
 }
 
 /// Points VBAR_EL2 at Partita's vector table on this CPU.
@@ -249,32 +286,36 @@ global_asm!(
     b       guest_exit
 .endm
 
-// A physical IRQ: the short exit is asked first.
+// A physical IRQ: the light short exit is asked first.
 .macro guest_irq_vector
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
-    stp     x2, x3, [sp, #16]
-    mov     x3, #1
-    b       guest_short
+    mov     x1, #1
+    b       guest_light
 .endm
 
 // Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) takes its own short exit
-// (`guest_data_abort`, with the guest's x2..x30 still live); WFI/WFE (0x01), HVC (0x16), SMC
-// (0x17) or a trapped system register (0x18) the general short exit.
+// (`guest_data_abort`), WFx (0x01), HVC (0x16) or SMC (0x17) the light one (`guest_light`),
+// both with the guest's x2..x30 still live; a trapped system register (0x18), which may name
+// any register, the short exit with every register saved (`guest_short`); any other
+// returns.
 .macro guest_sync_vector
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
     mrs     x0, esr_el2
     lsr     x0, x0, #26
+    mov     x1, #0
     cmp     x0, #0x24
     b.eq    guest_data_abort
+    cmp     x0, #0x18
+    b.eq    guest_short
+    cmp     x0, #0x01
+    b.eq    guest_light
+    sub     x0, x0, #0x16
+    cmp     x0, #1
+    b.ls    guest_light
     stp     x2, x3, [sp, #16]
     mov     x3, #0
-    cmp     x0, #0x01
-    b.eq    guest_short
-    sub     x0, x0, #0x16
-    cmp     x0, #2
-    b.ls    guest_short
     b       guest_exit
 .endm
 
@@ -317,6 +358,23 @@ global_asm!(
     stp     x4, x5, [x1, #{elr}]
 .endm
 
+// Stores the guest's caller-saved registers into `GuestRegs` at x1: x2..x18 and x30 as they
+// are, x0 and x1 from the vector's push (kept). Clobbers x2, x3.
+.macro save_caller
+    stp     x2, x3, [x1, #16]
+    stp     x4, x5, [x1, #32]
+    stp     x6, x7, [x1, #48]
+    stp     x8, x9, [x1, #64]
+    stp     x10, x11, [x1, #80]
+    stp     x12, x13, [x1, #96]
+    stp     x14, x15, [x1, #112]
+    stp     x16, x17, [x1, #128]
+    str     x18, [x1, #144]
+    str     x30, [x1, #240]
+    ldp     x2, x3, [sp]
+    stp     x2, x3, [x1, #0]
+.endm
+
 .section .text.vectors, "ax"
 .balign 0x800
 .global partita_vectors
@@ -338,6 +396,10 @@ partita_vectors:
     guest_vector 2
     guest_vector 3
 
+// `enter_guest_raw(regs, short, call, data_abort, light)`: its frame, above the host's
+// callee-saved registers, holds the five arguments (regs at [sp], short at [sp, #8], call
+// at [sp, #16], data_abort at [sp, #24], light at [sp, #32]); while the guest runs, a
+// vector's push of 32 bytes lies below it.
 .section .text.enter_guest, "ax"
 .global enter_guest_raw
 enter_guest_raw:
@@ -347,6 +409,7 @@ enter_guest_raw:
     stp     x23, x24, [sp, #-16]!
     stp     x21, x22, [sp, #-16]!
     stp     x19, x20, [sp, #-16]!
+    stp     x4, x5, [sp, #-16]!
     stp     x2, x3, [sp, #-16]!
     stp     x0, x1, [sp, #-16]!
 
@@ -376,16 +439,17 @@ load_guest:
     dsb     nsh
     isb
 
-// Entered from a vector with the guest's x0..x3 pushed and the exit kind in x3: reads the
-// clock, saves the guest's registers and calls the short exit `call(clock, regs, short, kind)`
-// (`enter_guest_raw`'s third and second arguments, kept in its frame). It answers `DONE`
-// (the guest is loaded back) or the kind of the exit to return.
+// Entered from the synchronous vector with the guest's x0, x1 pushed (32 bytes): reads the
+// clock, saves every guest register and calls the short exit (`short_call`, kind 0).
 guest_short:
+    stp     x2, x3, [sp, #16]
+    mov     x3, #0
     read_clock x2, w2
     ldr     x1, [sp, #32]
     save_guest
-// The same with the guest's registers saved in `GuestRegs` at x1, the vector's push popped,
-// the clock in x2 and the kind in x3.
+// Calls the short exit `call(clock, regs, short, kind)` with every guest register saved in
+// `GuestRegs` at x1, the vector's push popped, the clock in x2 and the kind in x3. It
+// answers `DONE` (the guest is loaded back) or the kind of the exit to return.
 short_call:
     mov     x0, x2
     ldr     x2, [sp, #8]
@@ -396,34 +460,39 @@ short_call:
     ldr     x0, [sp]
     b       load_guest
 
-// Entered from the synchronous vector for a data abort, with the guest's x0, x1 pushed (32
-// bytes) and x2..x30 live: reads the clock, saves the guest's caller-saved registers (x0..x18,
-// x30) and calls `data_abort(clock, regs, short)` (`enter_guest_raw`'s fourth argument). The
-// Rust code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the guest's (EL2 takes no
-// exception it returns from; a finished access moves ELR_EL2 itself), so after
-// `DataAbort::Done` (1) only the saved registers are loaded back. Otherwise x19..x29, ELR
-// and SPSR are saved as well and the exit goes to the general short exit (`AllRegisters`,
-// 2, with the same clock, kept in the push's free half) or returns to the host (`General`,
-// 0).
+// Entered from the IRQ or synchronous vector with the guest's x0, x1 pushed (32 bytes), the
+// exit kind in x1 and x2..x30 live: reads the clock, saves the guest's caller-saved
+// registers (x0..x18, x30) and calls `light(clock, regs, short, kind)` (`enter_guest_raw`'s
+// fifth argument). The Rust code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the
+// guest's (EL2 takes no exception it returns from; a finished exit moves ELR_EL2 itself).
+// Its answer, a `Light`, goes to `light_return`. The push's free half keeps the clock and
+// the kind.
+guest_light:
+    read_clock x0, w0
+    stp     x0, x1, [sp, #16]
+    ldr     x1, [sp, #32]
+    save_caller
+    ldr     x2, [sp, #40]
+    ldr     x3, [sp, #24]
+    ldr     x4, [sp, #64]
+    blr     x4
+    b       light_return
+
+// The same for a data abort (kind 0), with `data_abort(clock, regs, short)`
+// (`enter_guest_raw`'s fourth argument).
 guest_data_abort:
     read_clock x0, w0
+    stp     x0, xzr, [sp, #16]
     ldr     x1, [sp, #32]
-    stp     x2, x3, [x1, #16]
-    stp     x4, x5, [x1, #32]
-    stp     x6, x7, [x1, #48]
-    stp     x8, x9, [x1, #64]
-    stp     x10, x11, [x1, #80]
-    stp     x12, x13, [x1, #96]
-    stp     x14, x15, [x1, #112]
-    stp     x16, x17, [x1, #128]
-    str     x18, [x1, #144]
-    str     x30, [x1, #240]
-    ldp     x2, x3, [sp]
-    stp     x2, x3, [x1, #0]
-    str     x0, [sp, #16]
+    save_caller
     ldr     x2, [sp, #40]
     ldr     x3, [sp, #56]
     blr     x3
+// After `Light::Done` (1) only the saved registers are loaded back. Otherwise x19..x29, ELR
+// and SPSR are saved as well and the exit goes to the general short exit (`AllRegisters`,
+// 2, with the same clock and kind) or returns to the host (`General`, 0, with the kind as
+// taken; `Interrupted`, 3, as an IRQ).
+light_return:
     cmp     x0, #1
     b.ne    4f
     add     sp, sp, #32
@@ -452,11 +521,14 @@ guest_data_abort:
     mrs     x4, elr_el2
     mrs     x5, spsr_el2
     stp     x4, x5, [x1, #{elr}]
-    ldr     x2, [sp, #16]
+    ldp     x2, x3, [sp, #16]
     add     sp, sp, #32
-    mov     x3, #0
-    cbnz    x0, short_call
+    cmp     x0, #2
+    b.eq    short_call
+    b.hi    5f
     mov     x0, x3
+    b       restore_host
+5:  mov     x0, #1
     b       restore_host
 
 // Entered from a guest vector with the guest's x0..x3 pushed and the exit kind in x3.
@@ -467,7 +539,7 @@ guest_exit:
 
 // Returns from `enter_guest_raw` with the exit kind in x0.
 restore_host:
-    add     sp, sp, #32
+    add     sp, sp, #48
     ldp     x19, x20, [sp], #16
     ldp     x21, x22, [sp], #16
     ldp     x23, x24, [sp], #16
