@@ -97,6 +97,11 @@ struct CpuWords {
     kind: AtomicU64,
     /// 1 + the index of the VM the last exit (or wake-up) injected into; 0: none.
     injected: AtomicU64,
+    /// The path `entering` measured, waiting for the guest's re-entry to end its sample
+    /// (`ShortExits::new` takes it): its first word, or `NO_WORD`.
+    path_word: AtomicU64,
+    /// Its start: the clock at the exit's vector (or at the wake-up).
+    path_start: AtomicU64,
 }
 
 /// Owner before the first entry: building VMs is not charged to any.
@@ -112,8 +117,13 @@ static CPUS: [CpuWords; MAX_CPUS] = [const {
         owner: AtomicU64::new(BOOT),
         kind: AtomicU64::new(NO_PATH),
         injected: AtomicU64::new(0),
+        path_word: AtomicU64::new(NO_WORD),
+        path_start: AtomicU64::new(0),
     }
 }; MAX_CPUS];
+
+/// No path word: no sample waiting (`CpuWords::path_word`).
+const NO_WORD: u64 = u64::MAX;
 
 /// PMCR_EL0: E (enable), C (reset the cycle counter), LC (64-bit cycle counter).
 const PMCR_START: u64 = 1 | (1 << 2) | (1 << 6);
@@ -193,12 +203,14 @@ fn charge_el2(cpu: &CpuWords, now: u64, entering: usize) {
     }
 }
 
-/// VM `vm`'s vCPU is about to enter the world switch.
+/// VM `vm`'s vCPU is about to enter the world switch. The path that ends with this entry
+/// (a switch, an injection, ...) is measured from the last exit's vector (`exited`) to the
+/// clock just before the `eret` (`GuestRegs::entered`), so its sample is folded at the
+/// vCPU's next exit (`ShortExits`).
 pub fn entering(vm: usize) {
     let now = clock();
     let cpu = cpu();
     charge_el2(cpu, now, vm);
-    let length = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
     let owner = cpu.owner.load(Ordering::Relaxed);
     let kind = cpu.kind.load(Ordering::Relaxed);
     let woke = owner == WOKE;
@@ -218,7 +230,9 @@ pub fn entering(vm: usize) {
             None
         };
         if let Some(first) = path {
-            add_path_sample(vm, first, length);
+            cpu.path_word.store(first as u64, Ordering::Relaxed);
+            cpu.path_start
+                .store(cpu.mark.load(Ordering::Relaxed), Ordering::Relaxed);
         }
     }
     cpu.mark.store(now, Ordering::Relaxed);
@@ -252,33 +266,10 @@ fn words_at(w: &[AtomicU64; WORDS], at: usize) -> PathStats {
     }
 }
 
-/// Folds one sample into VM `vm`'s path whose first word is `first`.
-fn add_path_sample(vm: usize, first: Counter, ns: u64) {
-    if let Some(w) = words(vm) {
-        fold(w, first, ns);
-    }
-}
-
-/// Folds one sample into the path of `w` whose first word is `first`.
-#[inline]
-fn fold(w: &[AtomicU64; WORDS], first: Counter, ns: u64) {
-    fold_at(w, first as usize, ns);
-}
-
-/// Folds one sample into the path of `w` whose first word is at `at`.
-#[inline]
-fn fold_at(w: &[AtomicU64; WORDS], at: usize, ns: u64) {
-    let mut stats = words_at(w, at);
-    stats.add(ns);
-    w[at].store(stats.count, Ordering::Relaxed);
-    w[at + 1].store(stats.min, Ordering::Relaxed);
-    w[at + 2].store(stats.sum, Ordering::Relaxed);
-    w[at + 3].store(stats.max, Ordering::Relaxed);
-}
-
-/// VM `vm`'s vCPU came back from the world switch.
-pub fn exited(vm: usize) {
-    let now = clock();
+/// VM `vm`'s vCPU came back from the world switch, which left the guest at `at` (the
+/// clock at the exit's vector, `GuestRegs::exited`).
+pub fn exited(vm: usize, at: u64) {
+    let now = at;
     let cpu = cpu();
     add(
         vm,
@@ -323,45 +314,115 @@ pub struct ShortExits {
     words: Option<&'static [AtomicU64; WORDS]>,
     /// EL2 time of the short exits so far, and the time their WFIs waited.
     el2: u64,
+    /// A sample waits for the guest's next entry to end it (`settle`): its path's words (none:
+    /// a sample of EL2 time alone) ...
+    path: Option<&'static PathWords>,
+    waiting: bool,
+    /// ... its start (the clock at its exit's vector, or at the wake-up) ...
+    start: u64,
+    /// ... and where its EL2 time starts: `start` for a short exit's; for the general
+    /// path's (`entering`), the entry, whose EL2 time before that `entering` charged.
+    el2_from: u64,
+}
+
+/// A path's four words: count, min, sum, max.
+type PathWords = [AtomicU64; 4];
+
+/// The words of the path of `w` whose first word is at `at` (a constant on the hot paths, so
+/// the lookup is an address).
+#[inline(always)]
+fn path_words(w: &'static [AtomicU64; WORDS], at: usize) -> Option<&'static PathWords> {
+    w.get(at..at.wrapping_add(4))?.try_into().ok()
 }
 
 impl ShortExits {
-    /// For VM `vm`'s vCPU, about to be entered on this CPU.
+    /// For VM `vm`'s vCPU, about to be entered on this CPU: it takes the path `entering`
+    /// left waiting.
     pub fn new(vm: usize) -> Self {
+        let cpu = cpu();
+        let word = cpu.path_word.load(Ordering::Relaxed);
+        cpu.path_word.store(NO_WORD, Ordering::Relaxed);
+        let words = words(vm);
         ShortExits {
-            words: words(vm),
+            words,
             el2: 0,
+            path: words.and_then(|w| path_words(w, word as usize)),
+            waiting: word != NO_WORD,
+            start: cpu.path_start.load(Ordering::Relaxed),
+            el2_from: cpu.mark.load(Ordering::Relaxed),
         }
     }
 
-    /// The short exit finished `path`, which began with the exception at `start`: the
-    /// sample runs from the vector's clock read to now.
+    /// The guest was entered again at `entered` (`GuestRegs::entered`): the waiting sample,
+    /// if any, ends there. Called at every exit of the vCPU, before anything else is counted.
+    #[inline(always)]
+    pub fn settle(&mut self, entered: u64) {
+        if !self.waiting {
+            return;
+        }
+        self.waiting = false;
+        let el2 = entered.wrapping_sub(self.el2_from);
+        self.el2 = self.el2.wrapping_add(el2);
+        if let Some(w) = self.words {
+            add_words(w, Counter::El2Ns, el2);
+        }
+        if let Some(path) = self.path {
+            let ns = entered.wrapping_sub(self.start);
+            let mut stats = PathStats {
+                count: path[0].load(Ordering::Relaxed),
+                min: path[1].load(Ordering::Relaxed),
+                sum: path[2].load(Ordering::Relaxed),
+                max: path[3].load(Ordering::Relaxed),
+            };
+            stats.add(ns);
+            path[0].store(stats.count, Ordering::Relaxed);
+            path[1].store(stats.min, Ordering::Relaxed);
+            path[2].store(stats.sum, Ordering::Relaxed);
+            path[3].store(stats.max, Ordering::Relaxed);
+        }
+    }
+
+    /// A short exit that began at `start` waits for the guest's entry with a sample of the
+    /// path whose first word is `first` (none: EL2 time alone) (`settle`).
+    #[inline(always)]
+    fn wait_entry(&mut self, first: Option<Counter>, start: u64) {
+        self.waiting = true;
+        self.path = match (self.words, first) {
+            (Some(w), Some(first)) => path_words(w, first as usize),
+            _ => None,
+        };
+        self.start = start;
+        self.el2_from = start;
+    }
+
+    /// The short exit finished `path`, which began with the exception at `start`: its
+    /// traps are counted now, its sample when the guest's next entry ends it (`settle`).
     #[inline]
     pub fn done(&mut self, start: u64, path: ShortPath) {
-        let ns = clock().wrapping_sub(start);
-        self.el2 = self.el2.wrapping_add(ns);
+        let (trap, first, injected) = match path {
+            ShortPath::Device { uart_write } => {
+                let first = if uart_write {
+                    Counter::UartWriteCount
+                } else {
+                    Counter::DeviceCount
+                };
+                (Counter::TrapsDataAbort, Some(first), false)
+            }
+            ShortPath::Hypercall { smc } => {
+                let trap = if smc { Trap::Smc } else { Trap::Hvc };
+                (trap.counter(), Some(Counter::HypercallCount), false)
+            }
+            ShortPath::Injection => (Counter::TrapsIrq, Some(Counter::InjectionCount), true),
+            ShortPath::Sgi => (Counter::TrapsSysreg, None, true),
+        };
+        self.wait_entry(first, start);
         let Some(w) = self.words else {
             return;
         };
-        let (trap, first) = match path {
-            ShortPath::Device { uart_write: true } => (Trap::DataAbort, Counter::UartWriteCount),
-            ShortPath::Device { uart_write: false } => (Trap::DataAbort, Counter::DeviceCount),
-            ShortPath::Hypercall { smc: false } => (Trap::Hvc, Counter::HypercallCount),
-            ShortPath::Hypercall { smc: true } => (Trap::Smc, Counter::HypercallCount),
-            ShortPath::Injection => (Trap::Irq, Counter::InjectionCount),
-            ShortPath::Sgi => {
-                add_words(w, Counter::TrapsSysreg, 1);
-                add_words(w, Counter::Injected, 1);
-                add_words(w, Counter::El2Ns, ns);
-                return;
-            }
-        };
-        add_words(w, trap.counter(), 1);
-        if matches!(path, ShortPath::Injection) {
+        add_words(w, trap, 1);
+        if injected {
             add_words(w, Counter::Injected, 1);
         }
-        add_words(w, Counter::El2Ns, ns);
-        fold(w, first, ns);
     }
 
     /// The data-abort short exit finished a UART access (`uart_write`: a character written to
@@ -369,20 +430,15 @@ impl ShortExits {
     /// `ShortPath::Device`, with the path known here.
     #[inline]
     pub fn device(&mut self, start: u64, uart_write: bool) {
-        let ns = clock().wrapping_sub(start);
-        self.el2 = self.el2.wrapping_add(ns);
-        let Some(w) = self.words else {
-            return;
+        let first = if uart_write {
+            Counter::UartWriteCount
+        } else {
+            Counter::DeviceCount
         };
-        add_words(w, Counter::TrapsDataAbort, 1);
-        add_words(w, Counter::El2Ns, ns);
-        // The path's first word without a branch: the UART writes' words or the device's.
-        let step = Counter::UartWriteCount as usize - Counter::DeviceCount as usize;
-        fold_at(
-            w,
-            Counter::DeviceCount as usize + step * usize::from(uart_write),
-            ns,
-        );
+        self.wait_entry(Some(first), start);
+        if let Some(w) = self.words {
+            add_words(w, Counter::TrapsDataAbort, 1);
+        }
     }
 
     /// The short exit's WFI taken at `start` is finished, or about to wait for an interrupt
@@ -409,22 +465,20 @@ impl ShortExits {
     }
 
     /// The interrupt that woke the CPU at `woke` (`idle`'s clock) was injected into the
-    /// waiting vCPU, which goes back in: one injection, its sample from the wake-up to now,
-    /// as the general path's idle wake-up counts it.
+    /// waiting vCPU, which goes back in: one injection, its sample from the wake-up to the
+    /// guest's entry, as the general path's idle wake-up counts it.
     #[inline]
     pub fn woke(&mut self, woke: u64) {
-        let ns = clock().wrapping_sub(woke);
-        self.el2 = self.el2.wrapping_add(ns);
+        self.wait_entry(Some(Counter::InjectionCount), woke);
         if let Some(w) = self.words {
             add_words(w, Counter::Injected, 1);
-            add_words(w, Counter::El2Ns, ns);
-            fold(w, Counter::InjectionCount, ns);
         }
     }
 
-    /// The vCPU's exit leaves the short path (before `exited`): the short exits' time is
-    /// EL2's (or idle), not the guest's.
-    pub fn finish(self) {
+    /// The vCPU's exit leaves the short path (before `exited`), the guest last entered at
+    /// `entered`: the short exits' time is EL2's (or idle), not the guest's.
+    pub fn finish(mut self, entered: u64) {
+        self.settle(entered);
         let mark = &cpu().mark;
         mark.store(
             mark.load(Ordering::Relaxed).wrapping_add(self.el2),

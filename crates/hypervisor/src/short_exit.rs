@@ -74,6 +74,7 @@ impl ShortExitHandler for ShortExit<'_> {
     /// when it is finished and the guest may run on.
     #[inline]
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled {
+        self.counters.settle(regs.entered);
         // A data abort comes here only when its access names one of x19..x29.
         if exit == Exit::Synchronous && ESR_EL2.get() >> 26 == EC_DATA_ABORT_LOWER {
             return match self.device(regs) {
@@ -94,6 +95,7 @@ impl ShortExitHandler for ShortExit<'_> {
     /// The same with the guest's caller-saved registers only.
     #[inline]
     fn light(&mut self, regs: &mut CallerSaved, start: u64, exit: Exit) -> Light {
+        self.counters.settle(regs.entered());
         self.dispatch(regs, start, exit)
     }
 
@@ -102,6 +104,7 @@ impl ShortExitHandler for ShortExit<'_> {
     /// `exit` when its register was not saved.
     #[inline]
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
+        self.counters.settle(regs.entered());
         let mut hw = self.shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
             Done::No => return Light::General,
@@ -279,9 +282,10 @@ impl<'a> ShortExit<'a> {
         })
     }
 
-    /// The vCPU's exit leaves the short path: its short exits' time is EL2's.
-    pub fn finish(self) -> Option<u32> {
-        self.counters.finish();
+    /// The vCPU's exit leaves the short path, the guest last entered at `entered`
+    /// (`GuestRegs::entered`): its short exits' time is EL2's.
+    pub fn finish(self, entered: u64) -> Option<u32> {
+        self.counters.finish(entered);
         self.held
     }
 }

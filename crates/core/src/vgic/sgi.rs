@@ -123,7 +123,11 @@ impl SgiRequest {
                 range_selector,
                 target_list,
             } => {
-                for bit in (0..16u8).filter(|b| target_list & (1 << b) != 0) {
+                // The set bits only: a self-SGI names one.
+                let mut bits = target_list;
+                while bits != 0 {
+                    let bit = bits.trailing_zeros() as u8;
+                    bits &= bits - 1;
                     let aff0 = range_selector
                         .checked_mul(16)
                         .and_then(|r| r.checked_add(bit));

@@ -39,6 +39,12 @@ pub struct GuestRegs {
     pub x: [u64; 31],
     pub elr: u64,
     pub spsr: u64,
+    /// The EL2 clock (`counters`) at the vector of the last exit that returned from
+    /// `enter_guest`.
+    pub exited: u64,
+    /// The EL2 clock just before the last `eret` into the guest: the end of the path the
+    /// counters measure (exit to re-entry, the world switch included).
+    pub entered: u64,
 }
 
 /// Why `enter_guest` returned: which vector of the lower-EL group was taken.
@@ -156,6 +162,12 @@ impl CallerSaved {
     #[inline]
     pub fn caller_saved(&mut self) -> &mut [u64] {
         self.0.caller_saved_mut()
+    }
+
+    /// The EL2 clock just before the guest was last entered (`GuestRegs::entered`).
+    #[inline]
+    pub fn entered(&self) -> u64 {
+        self.0.entered
     }
 
     /// Moves the guest's ELR (ELR_EL2, loaded by the `eret`) past the trapped instruction
@@ -434,6 +446,8 @@ load_guest:
     ldp     x26, x27, [x0, #208]
     ldp     x28, x29, [x0, #224]
     ldr     x30, [x0, #240]
+    read_clock x1, w1
+    str     x1, [x0, #{entered}]
     ldp     x0, x1, [x0, #0]
     eret
     dsb     nsh
@@ -446,6 +460,7 @@ guest_short:
     mov     x3, #0
     read_clock x2, w2
     ldr     x1, [sp, #32]
+    str     x2, [x1, #{exited}]
     save_guest
 // Calls the short exit `call(clock, regs, short, kind)` with every guest register saved in
 // `GuestRegs` at x1, the vector's push popped, the clock in x2 and the kind in x3. It
@@ -507,6 +522,8 @@ light_return:
     ldp     x16, x17, [x0, #128]
     ldr     x18, [x0, #144]
     ldr     x30, [x0, #240]
+    read_clock x1, w1
+    str     x1, [x0, #{entered}]
     ldp     x0, x1, [x0, #0]
     eret
     dsb     nsh
@@ -522,6 +539,7 @@ light_return:
     mrs     x5, spsr_el2
     stp     x4, x5, [x1, #{elr}]
     ldp     x2, x3, [sp, #16]
+    str     x2, [x1, #{exited}]
     add     sp, sp, #32
     cmp     x0, #2
     b.eq    short_call
@@ -533,7 +551,9 @@ light_return:
 
 // Entered from a guest vector with the guest's x0..x3 pushed and the exit kind in x3.
 guest_exit:
+    read_clock x2, w2
     ldr     x1, [sp, #32]
+    str     x2, [x1, #{exited}]
     save_guest
     mov     x0, x3
 
@@ -550,6 +570,8 @@ restore_host:
 "#,
     elr = const offset_of!(GuestRegs, elr),
     done = const DONE,
+    exited = const offset_of!(GuestRegs, exited),
+    entered = const offset_of!(GuestRegs, entered),
     pmu = sym crate::counters::PMU,
 );
 
