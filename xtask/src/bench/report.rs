@@ -451,10 +451,9 @@ fn hypervisor(out: &mut String, results: &Results) {
     }
     let _ = writeln!(
         out,
-        "\nHot paths at EL2 (ns = instructions): from the world switch's return to its next \
-         call; a device access the short exit finishes (every UART access), from its \
-         exception vector to the guest's registers being loaded back; min / mean / max \
-         (samples).\n"
+        "\nHot paths at EL2 (ns = instructions): from the exit's exception vector (its clock \
+         read) to the clock read just before the `eret` that enters the guest again, the \
+         world switch included; min / mean / max (samples).\n"
     );
     let heads: Vec<&str> = PATHS.iter().map(|(_, h)| *h).collect();
     let _ = writeln!(out, "| config | vm | {} |", heads.join(" | "));
