@@ -23,6 +23,7 @@ pub fn render(results: &Results, plots: &[String]) -> String {
     thread_metric(&mut out, results);
     inter_vm(&mut out, results);
     console_exits(&mut out, results);
+    interrupt_path(&mut out, results);
     hypervisor(&mut out, results);
     el2_profile(&mut out, results);
     scale(&mut out, results);
@@ -391,6 +392,167 @@ fn console_exits(out: &mut String, results: &Results) {
     out.push('\n');
 }
 
+/// What an issue-13 figure must meet.
+#[derive(Clone, Copy)]
+enum Goal {
+    /// At most this value.
+    AtMost(f64),
+    /// At most the native figure (`Some`, when measured) plus this margin.
+    AboveNative(Option<f64>, f64),
+    /// R_P (the virtualized score in % of the native one) at least this.
+    RatioAtLeast(Option<f64>, f64),
+}
+
+impl Goal {
+    /// The figure as shown, the target as shown, and whether the figure meets it.
+    fn judge(self, value: f64) -> (String, String, Option<bool>) {
+        match self {
+            Goal::AtMost(limit) => (
+                number(value),
+                format!("<= {}", number(limit)),
+                Some(value <= limit),
+            ),
+            Goal::AboveNative(native, margin) => {
+                let target = format!("<= native + {}", number(margin));
+                match native {
+                    Some(n) => (
+                        format!("{} (native {}: {:+})", number(value), number(n), value - n),
+                        target,
+                        Some(value <= n + margin),
+                    ),
+                    None => (number(value), target, None),
+                }
+            }
+            Goal::RatioAtLeast(native, percent) => {
+                let target = format!("R_P >= {percent} %");
+                match native.and_then(|n| performance_ratio(n, value)) {
+                    Some(ratio) => (
+                        format!("{} (R_P {ratio:.1} %)", number(value)),
+                        target,
+                        Some(ratio >= percent),
+                    ),
+                    None => (number(value), target, None),
+                }
+            }
+        }
+    }
+}
+
+/// Issue 13's figures beside their targets: the hot paths at EL2 (instructions), the
+/// guests' latencies against native (ns), Linux's cyclictest averages and Thread-Metric's
+/// interrupt tests in both variants. A figure whose row was not run is left out.
+fn interrupt_path(out: &mut String, results: &Results) {
+    let get = |config: &str, experiment: &str, metric: &str| {
+        results.value(config, experiment, metric).map(|r| r.value)
+    };
+    let native = |experiment: &str, metric: &str| get("native", experiment, metric);
+    let score = |test: &str| format!("thread-metric/{test}");
+    let figures: Vec<(String, Option<f64>, Goal)> = vec![
+        (
+            "IRQ injection into the running vCPU, exit to re-entry, min (`solo` FreeRTOS)".into(),
+            get("solo", "partita/freertos", "injection-min"),
+            Goal::AtMost(150.0),
+        ),
+        (
+            "the same, `solo` Linux".into(),
+            get("solo", "partita/linux", "injection-min"),
+            Goal::AtMost(150.0),
+        ),
+        (
+            "hypercall round trip, min (`solo` FreeRTOS)".into(),
+            get("solo", "partita/freertos", "hypercall-min"),
+            Goal::AtMost(150.0),
+        ),
+        (
+            "vCPU switch to FreeRTOS, min (`shared-hackbench`)".into(),
+            get("shared-hackbench", "partita/freertos", "switch-min"),
+            Goal::AtMost(600.0),
+        ),
+        (
+            "vCPU switch to Linux, min (`shared-hackbench`)".into(),
+            get("shared-hackbench", "partita/linux", "switch-min"),
+            Goal::AtMost(600.0),
+        ),
+        (
+            "FreeRTOS 1 ms task dispatch latency, max, alone (`solo`)".into(),
+            get("solo", "dispatch", "max"),
+            Goal::AboveNative(native("dispatch", "max"), 250.0),
+        ),
+        (
+            "FreeRTOS timer interrupt latency, max, alone (`solo`)".into(),
+            get("solo", "irq-latency", "max"),
+            Goal::AtMost(250.0),
+        ),
+        (
+            "FreeRTOS dispatch latency, max, beside Linux's hackbench (`shared-hackbench`)".into(),
+            get("shared-hackbench", "dispatch", "max"),
+            Goal::AboveNative(native("dispatch", "max"), 900.0),
+        ),
+        (
+            "FreeRTOS dispatch latency, max, beside Linux's interrupt storm \
+             (`shared-irqstorm`)"
+                .into(),
+            get("shared-irqstorm", "dispatch", "max"),
+            Goal::AboveNative(native("dispatch", "max"), 1200.0),
+        ),
+        (
+            "Linux cyclictest average, idle (`solo`)".into(),
+            get("solo", "cyclictest-idle", "avg"),
+            Goal::AboveNative(native("cyclictest-idle", "avg"), 150.0),
+        ),
+        (
+            "Linux cyclictest average, under hackbench (`solo`)".into(),
+            get("solo", "cyclictest-hackbench", "avg"),
+            Goal::AboveNative(native("cyclictest-hackbench", "avg"), 150.0),
+        ),
+    ]
+    .into_iter()
+    .chain(
+        [
+            ("interrupt-svc", 99.0),
+            ("interrupt-preemption-svc", 99.0),
+            ("interrupt", 50.0),
+            ("interrupt-preemption", 60.0),
+        ]
+        .into_iter()
+        .map(|(test, percent)| {
+            (
+                format!("Thread-Metric `{test}` score (`solo`)"),
+                get("solo", &score(test), "score"),
+                Goal::RatioAtLeast(native(&score(test), "score"), percent),
+            )
+        }),
+    )
+    .collect();
+    let rows: Vec<[String; 4]> = figures
+        .into_iter()
+        .filter_map(|(figure, value, goal)| {
+            let (shown, target, met) = goal.judge(value?);
+            let met = match met {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "—",
+            };
+            Some([figure, shown, target, met.to_owned()])
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## The interrupt path (issue 13)\n\nThe paths at EL2 in instructions (the \
+         counters' minimum, exit to re-entry, world switch included), the guests' figures in \
+         ns against native, Thread-Metric's interrupt tests in both variants: the software \
+         interrupt (an SVC, as the reference ports raise it) and the self-SGI (trapped and \
+         injected).\n\n| figure | measured | target | met |\n| --- | ---: | ---: | --- |"
+    );
+    for [figure, shown, target, met] in rows {
+        let _ = writeln!(out, "| {figure} | {shown} | {target} | {met} |");
+    }
+    out.push('\n');
+}
+
 /// The hypervisor figures' columns: (metric, header).
 const EXIT_COLUMNS: [(&str, &str); 13] = [
     ("traps-per-s", "exits/s"),
@@ -714,6 +876,51 @@ mod tests {
             value,
             unit: "ns".to_owned(),
         }
+    }
+
+    #[test]
+    fn the_interrupt_path_judges_each_measured_figure_against_its_target() {
+        let figure = |config: &str, experiment: &str, metric: &str, value: f64| Record {
+            config: config.to_owned(),
+            experiment: experiment.to_owned(),
+            metric: metric.to_owned(),
+            value,
+            unit: "ns".to_owned(),
+        };
+        let records = vec![
+            record("solo", "freertos", "injection-min", 140.0),
+            record("solo", "freertos", "hypercall-min", 208.0),
+            figure("native", "dispatch", "max", 544.0),
+            figure("solo", "dispatch", "max", 800.0),
+            figure("native", "cyclictest-idle", "avg", 4894.0),
+            figure("solo", "cyclictest-idle", "avg", 5000.0),
+            figure("native", "thread-metric/interrupt", "score", 1000.0),
+            figure("solo", "thread-metric/interrupt", "score", 499.0),
+            figure("solo", "thread-metric/interrupt-svc", "score", 999.0),
+        ];
+        let mut out = String::new();
+        interrupt_path(&mut out, &results(records));
+        assert!(
+            out.starts_with("## The interrupt path (issue 13)\n"),
+            "{out}"
+        );
+        for line in [
+            "| IRQ injection into the running vCPU, exit to re-entry, min (`solo` FreeRTOS) \
+             | 140 | <= 150 | yes |",
+            "| hypercall round trip, min (`solo` FreeRTOS) | 208 | <= 150 | no |",
+            "| FreeRTOS 1 ms task dispatch latency, max, alone (`solo`) | 800 (native 544: \
+             +256) | <= native + 250 | no |",
+            "| Linux cyclictest average, idle (`solo`) | 5000 (native 4894: +106) | <= native \
+             + 150 | yes |",
+            "| Thread-Metric `interrupt` score (`solo`) | 499 (R_P 49.9 %) | R_P >= 50 % | no |",
+            "| Thread-Metric `interrupt-svc` score (`solo`) | 999 | R_P >= 99 % | — |",
+        ] {
+            assert!(out.contains(line), "{line}\n{out}");
+        }
+        assert!(!out.contains("the same, `solo` Linux"), "{out}");
+        let mut none = String::new();
+        interrupt_path(&mut none, &results(Vec::new()));
+        assert!(none.is_empty());
     }
 
     #[test]
