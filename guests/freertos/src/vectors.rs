@@ -112,9 +112,9 @@ _freertos_vector_table_physical:
 
     // The software interrupt, as the port's IRQ handler runs an interrupt: on SP_EL1, the
     // caller-saved general registers, ELR and SPSR (a FromISR call unmasks IRQs, and a
-    // nested IRQ's return overwrites them) and every FP/SIMD register saved (as the port's
-    // FP-saving `vApplicationIRQHandler` does), IRQs masked again after the handler, the
-    // port's nesting count raised around the handler. If the handler asked for a context switch
+    // nested IRQ's return overwrites them) saved, the handler called through
+    // `fp_safe_call`, IRQs masked again after it, the port's nesting count raised around
+    // it. If the handler asked for a context switch
     // (a FromISR call woke a higher task), the registers are restored and the port's
     // SVC handler switches, saving the task's context as a yield would.
     .section .text.software_interrupt, "ax"
@@ -133,55 +133,19 @@ software_interrupt:
     mrs     x0, elr_el1
     mrs     x1, spsr_el1
     stp     x0, x1, [sp, #-0x10]!
-    stp     q0, q1, [sp, #-0x20]!
-    stp     q2, q3, [sp, #-0x20]!
-    stp     q4, q5, [sp, #-0x20]!
-    stp     q6, q7, [sp, #-0x20]!
-    stp     q8, q9, [sp, #-0x20]!
-    stp     q10, q11, [sp, #-0x20]!
-    stp     q12, q13, [sp, #-0x20]!
-    stp     q14, q15, [sp, #-0x20]!
-    stp     q16, q17, [sp, #-0x20]!
-    stp     q18, q19, [sp, #-0x20]!
-    stp     q20, q21, [sp, #-0x20]!
-    stp     q22, q23, [sp, #-0x20]!
-    stp     q24, q25, [sp, #-0x20]!
-    stp     q26, q27, [sp, #-0x20]!
-    stp     q28, q29, [sp, #-0x20]!
-    stp     q30, q31, [sp, #-0x20]!
-    mrs     x0, fpsr
-    mrs     x1, fpcr
-    stp     x0, x1, [sp, #-0x10]!
     adrp    x0, ullPortInterruptNesting
     ldr     x1, [x0, :lo12:ullPortInterruptNesting]
     add     x1, x1, #1
     str     x1, [x0, :lo12:ullPortInterruptNesting]
-    bl      {handler}
+    adrp    x1, {handler}
+    add     x1, x1, :lo12:{handler}
+    bl      fp_safe_call
     msr     daifset, #2
     isb
     adrp    x0, ullPortInterruptNesting
     ldr     x1, [x0, :lo12:ullPortInterruptNesting]
     sub     x1, x1, #1
     str     x1, [x0, :lo12:ullPortInterruptNesting]
-    ldp     x0, x1, [sp], #0x10
-    msr     fpsr, x0
-    msr     fpcr, x1
-    ldp     q30, q31, [sp], #0x20
-    ldp     q28, q29, [sp], #0x20
-    ldp     q26, q27, [sp], #0x20
-    ldp     q24, q25, [sp], #0x20
-    ldp     q22, q23, [sp], #0x20
-    ldp     q20, q21, [sp], #0x20
-    ldp     q18, q19, [sp], #0x20
-    ldp     q16, q17, [sp], #0x20
-    ldp     q14, q15, [sp], #0x20
-    ldp     q12, q13, [sp], #0x20
-    ldp     q10, q11, [sp], #0x20
-    ldp     q8, q9, [sp], #0x20
-    ldp     q6, q7, [sp], #0x20
-    ldp     q4, q5, [sp], #0x20
-    ldp     q2, q3, [sp], #0x20
-    ldp     q0, q1, [sp], #0x20
     ldp     x0, x1, [sp], #0x10
     msr     elr_el1, x0
     msr     spsr_el1, x1
@@ -202,6 +166,56 @@ software_interrupt:
 2:  str     xzr, [x0, :lo12:ullPortYieldRequired]
     ldp     x0, x1, [sp], #0x10
     b       FreeRTOS_SWI_Handler
+
+    // Calls the function at x1 with x0 as its argument, Q0-Q31, FPSR and FPCR saved around
+    // it, as the SRE port's weak `vApplicationIRQHandler` does for an IRQ handler: the Rust
+    // handlers may use those registers, which the interrupted task owns.
+    .section .text.fp_safe_call, "ax"
+    .global fp_safe_call
+    .balign 8
+fp_safe_call:
+    stp     x29, x30, [sp, #-0x10]!
+    stp     q0, q1, [sp, #-0x20]!
+    stp     q2, q3, [sp, #-0x20]!
+    stp     q4, q5, [sp, #-0x20]!
+    stp     q6, q7, [sp, #-0x20]!
+    stp     q8, q9, [sp, #-0x20]!
+    stp     q10, q11, [sp, #-0x20]!
+    stp     q12, q13, [sp, #-0x20]!
+    stp     q14, q15, [sp, #-0x20]!
+    stp     q16, q17, [sp, #-0x20]!
+    stp     q18, q19, [sp, #-0x20]!
+    stp     q20, q21, [sp, #-0x20]!
+    stp     q22, q23, [sp, #-0x20]!
+    stp     q24, q25, [sp, #-0x20]!
+    stp     q26, q27, [sp, #-0x20]!
+    stp     q28, q29, [sp, #-0x20]!
+    stp     q30, q31, [sp, #-0x20]!
+    mrs     x9, fpsr
+    mrs     x10, fpcr
+    stp     x9, x10, [sp, #-0x10]!
+    blr     x1
+    ldp     x9, x10, [sp], #0x10
+    msr     fpsr, x9
+    msr     fpcr, x10
+    ldp     q30, q31, [sp], #0x20
+    ldp     q28, q29, [sp], #0x20
+    ldp     q26, q27, [sp], #0x20
+    ldp     q24, q25, [sp], #0x20
+    ldp     q22, q23, [sp], #0x20
+    ldp     q20, q21, [sp], #0x20
+    ldp     q18, q19, [sp], #0x20
+    ldp     q16, q17, [sp], #0x20
+    ldp     q14, q15, [sp], #0x20
+    ldp     q12, q13, [sp], #0x20
+    ldp     q10, q11, [sp], #0x20
+    ldp     q8, q9, [sp], #0x20
+    ldp     q6, q7, [sp], #0x20
+    ldp     q4, q5, [sp], #0x20
+    ldp     q2, q3, [sp], #0x20
+    ldp     q0, q1, [sp], #0x20
+    ldp     x29, x30, [sp], #0x10
+    ret
 "#,
     stamp = sym IRQ_ENTRY_COUNTER,
     swi = const SOFTWARE_INTERRUPT,
@@ -224,8 +238,8 @@ pub fn raise_software_interrupt() {
 
 // The GICv2 build's port (ARM_AARCH64) calls `vApplicationIRQHandler` directly, without
 // the FP/SIMD save the SRE port's weak one does, and the Rust handler may use those
-// registers: this saves Q0-Q31, FPSR and FPCR around `vApplicationFPUSafeIRQHandler`, as
-// the SRE port's does.
+// registers: this calls `vApplicationFPUSafeIRQHandler` through `fp_safe_call`, as the SRE
+// port's does.
 #[cfg(feature = "gicv2")]
 core::arch::global_asm!(
     r#"
@@ -233,48 +247,9 @@ core::arch::global_asm!(
     .global vApplicationIRQHandler
     .balign 8
 vApplicationIRQHandler:
-    stp     x29, x30, [sp, #-0x10]!
-    stp     q0, q1, [sp, #-0x20]!
-    stp     q2, q3, [sp, #-0x20]!
-    stp     q4, q5, [sp, #-0x20]!
-    stp     q6, q7, [sp, #-0x20]!
-    stp     q8, q9, [sp, #-0x20]!
-    stp     q10, q11, [sp, #-0x20]!
-    stp     q12, q13, [sp, #-0x20]!
-    stp     q14, q15, [sp, #-0x20]!
-    stp     q16, q17, [sp, #-0x20]!
-    stp     q18, q19, [sp, #-0x20]!
-    stp     q20, q21, [sp, #-0x20]!
-    stp     q22, q23, [sp, #-0x20]!
-    stp     q24, q25, [sp, #-0x20]!
-    stp     q26, q27, [sp, #-0x20]!
-    stp     q28, q29, [sp, #-0x20]!
-    stp     q30, q31, [sp, #-0x20]!
-    mrs     x9, fpsr
-    mrs     x10, fpcr
-    stp     x9, x10, [sp, #-0x10]!
-    bl      vApplicationFPUSafeIRQHandler
-    ldp     x9, x10, [sp], #0x10
-    msr     fpsr, x9
-    msr     fpcr, x10
-    ldp     q30, q31, [sp], #0x20
-    ldp     q28, q29, [sp], #0x20
-    ldp     q26, q27, [sp], #0x20
-    ldp     q24, q25, [sp], #0x20
-    ldp     q22, q23, [sp], #0x20
-    ldp     q20, q21, [sp], #0x20
-    ldp     q18, q19, [sp], #0x20
-    ldp     q16, q17, [sp], #0x20
-    ldp     q14, q15, [sp], #0x20
-    ldp     q12, q13, [sp], #0x20
-    ldp     q10, q11, [sp], #0x20
-    ldp     q8, q9, [sp], #0x20
-    ldp     q6, q7, [sp], #0x20
-    ldp     q4, q5, [sp], #0x20
-    ldp     q2, q3, [sp], #0x20
-    ldp     q0, q1, [sp], #0x20
-    ldp     x29, x30, [sp], #0x10
-    ret
+    adrp    x1, vApplicationFPUSafeIRQHandler
+    add     x1, x1, :lo12:vApplicationFPUSafeIRQHandler
+    b       fp_safe_call
 "#
 );
 
