@@ -323,6 +323,8 @@ pub struct ShortExits {
     /// ... and where its EL2 time starts: `start` for a short exit's; for the general
     /// path's (`entering`), the entry, whose EL2 time before that `entering` charged.
     el2_from: u64,
+    /// The wake-up of a WFI's short exit that handed its exit over (`interrupted`).
+    resumed: Option<u64>,
 }
 
 /// A path's four words: count, min, sum, max.
@@ -350,6 +352,7 @@ impl ShortExits {
             waiting: word != NO_WORD,
             start: cpu.path_start.load(Ordering::Relaxed),
             el2_from: cpu.mark.load(Ordering::Relaxed),
+            resumed: None,
         }
     }
 
@@ -477,13 +480,24 @@ impl ShortExits {
 
     /// The vCPU's exit leaves the short path (before `exited`), the guest last entered at
     /// `entered`: the short exits' time is EL2's (or idle), not the guest's.
-    pub fn finish(mut self, entered: u64) {
+    ///
+    /// Returns when the guest stopped running for this exit: `exited` (its vector's clock,
+    /// `GuestRegs::exited`), or the wake-up when a WFI's short exit waited and then handed
+    /// the exit over (`interrupted`), whose time until then is already EL2's or idle.
+    pub fn finish(mut self, entered: u64, exited: u64) -> u64 {
         self.settle(entered);
         let mark = &cpu().mark;
         mark.store(
             mark.load(Ordering::Relaxed).wrapping_add(self.el2),
             Ordering::Relaxed,
         );
+        self.resumed.unwrap_or(exited)
+    }
+
+    /// A WFI's short exit woke at `woke` (`idle`'s clock) for an interrupt that is not the
+    /// vCPU's and hands the exit to the general path (`finish`).
+    pub fn interrupted(&mut self, woke: u64) {
+        self.resumed = Some(woke);
     }
 }
 

@@ -249,6 +249,7 @@ impl<'a> ShortExit<'a> {
         };
         if intid != shared.board().timer_virt_irq && !shared.owns(intid) {
             self.held = Some(intid);
+            self.counters.interrupted(woke);
             return Light::Interrupted;
         }
         gic::end_of_interrupt(intid);
@@ -284,9 +285,11 @@ impl<'a> ShortExit<'a> {
 
     /// The vCPU's exit leaves the short path, the guest last entered at `entered`
     /// (`GuestRegs::entered`): its short exits' time is EL2's.
-    pub fn finish(self, entered: u64) -> Option<u32> {
-        self.counters.finish(entered);
-        self.held
+    /// Returns the interrupt handed over (`held`) and when the guest stopped running for
+    /// the exit (`ShortExits::finish`), its vector's clock being `exited`.
+    pub fn finish(self, entered: u64, exited: u64) -> (Option<u32>, u64) {
+        let exited = self.counters.finish(entered, exited);
+        (self.held, exited)
     }
 }
 

@@ -892,8 +892,10 @@ impl Vm {
         counters::entering(index);
         let mut short = ShortExit::new(&self.shared, &mut self.vgic, self.vcpu_index, slot, alone);
         let exit = self.vcpu.run(&mut short);
-        self.acknowledged = short.finish(self.vcpu.regs.entered);
-        counters::exited(index, self.vcpu.regs.exited);
+        let regs = &self.vcpu.regs;
+        let (held, exited) = short.finish(regs.entered, regs.exited);
+        self.acknowledged = held;
+        counters::exited(index, exited);
         self.shared.hw.lock().devices.flush_output(index);
         exit
     }
