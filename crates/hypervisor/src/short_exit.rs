@@ -16,8 +16,8 @@
 //!   rings go to the general path;
 //! - a trapped ICC_SGI1R_EL1 write: the SGI is made pending on its targets, other vCPUs'
 //!   CPUs are kicked, this vCPU's list registers chosen again;
-//! - a WFI of its CPU's only vCPU (`wait`): the CPU waits for an interrupt at EL2 inside the
-//!   exit, and the vCPU's own interrupt goes straight in when it wakes;
+//! - a WFI of its CPU's only vCPU on a GICv3 board (`wait`): the CPU waits for an interrupt
+//!   at EL2 inside the exit, and the vCPU's own interrupt goes straight in when it wakes;
 //! - a console-UART access (`uart_exit`), asked first by the data-abort vector with only the
 //!   guest's caller-saved registers saved (`ShortExitHandler::data_abort`): no class dispatch, a
 //!   dozen registers fewer to save and load. An access naming x19..x29 comes back here with

@@ -23,7 +23,7 @@ pub use interrupts::{enable_for_vms, handle_idle};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use partita_core::board::Board;
+use partita_core::board::{Board, Gic};
 use partita_core::sched::{
     ticks_from_micros, IdIndex, OwnerTable, RunQueue, VcpuId, VcpuState, MAX_VCPUS,
 };
@@ -262,8 +262,10 @@ impl CpuScheduler {
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
         loop {
             // Its CPU's only vCPU may wait for an interrupt inside its WFI's exit: nothing
-            // else could run meanwhile, and whatever this CPU must do wakes it.
-            let alone = self.vms.len() == 1 && self.lent.is_empty();
+            // else could run meanwhile, and whatever this CPU must do wakes it. Not on a
+            // GICv2 board (docs/design.md: a split system hung there).
+            let alone =
+                self.vms.len() == 1 && self.lent.is_empty() && matches!(self.board.gic, Gic::V3(_));
             let vm = &mut self.vms[at];
             let exit = vm.enter(alone);
             match vm.handle(exit) {
