@@ -303,11 +303,11 @@ impl VirtualGic {
     fn load_list_registers(&mut self) {
         let mut loaded = 0;
         for (n, &value) in self.lrs[..self.list_registers].iter().enumerate() {
-            loaded |= u16::from(value != 0) << n;
-        }
-        for n in bits(loaded | self.loaded) {
-            if let Some(&value) = self.lrs.get(n) {
+            if value != 0 || self.loaded & (1 << n) != 0 {
                 gic_hyp::write_list_register(n, value);
+            }
+            if value != 0 {
+                loaded |= 1 << n;
             }
         }
         self.loaded = loaded;
