@@ -313,6 +313,16 @@ impl VirtualGic {
         self.loaded = loaded;
     }
 
+    /// A physical occurrence of `intid` for this vCPU as it is switched in (its virtual
+    /// timer expired while it was away): `inject` without the short injection's attempt, which
+    /// never succeeds here (`unload` left the list registers stale).
+    pub fn inject_switched_in(&mut self, model: &mut Vgic, intid: u32) {
+        self.sync(model);
+        if let Err(e) = model.inject(self.vcpu, intid) {
+            panic!("injecting interrupt {intid}: {e:?}");
+        }
+    }
+
     /// Empties the list registers when the vCPU leaves the CPU. Their contents stay here
     /// until the next `sync` folds them into the model, so taking a vCPU off the CPU needs
     /// no lock: the path of a higher-priority VM that preempts it never waits for this VM.

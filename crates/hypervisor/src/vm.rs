@@ -853,7 +853,11 @@ impl Vm {
             // as if forwarded. No look at the PPI's active state first (as at a WFI,
             // `has_deliverable_at_wfi`): the vCPU that left the CPU took it with it
             // (`switch_out`), and nothing acknowledges the PPI while no vCPU is loaded.
-            self.inject(ppi);
+            {
+                let mut hw = self.shared.hw.lock();
+                self.vgic.inject_switched_in(&mut hw.vgic, ppi);
+                self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
+            }
             counters::injected(self.shared.index);
             gic::set_active_ppi(self.shared.board, ppi);
         }
