@@ -193,24 +193,31 @@ fn add_words(w: &[AtomicU64; WORDS], counter: Counter, amount: u64) {
     );
 }
 
-/// Charges EL2 time since the last mark to its owner (or to `entering` after idle).
-fn charge_el2(cpu: &CpuWords, now: u64, entering: usize) {
+/// Charges EL2 time since the last mark to its owner (or to `entering` after idle), on
+/// the CPU at `at` in `CPUS` and `VMS`.
+fn charge_el2(at: usize, now: u64, entering: usize) {
+    let cpu = &CPUS[at];
     let since = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
-    match cpu.owner.load(Ordering::Relaxed) {
-        BOOT => {}
-        WOKE => add(entering, Counter::El2Ns, since),
-        owner => add(owner as usize, Counter::El2Ns, since),
+    let vm = match cpu.owner.load(Ordering::Relaxed) {
+        BOOT => return,
+        WOKE => entering,
+        owner => owner as usize,
+    };
+    if let Some(w) = VMS[at].get(vm) {
+        add_words(&w.0, Counter::El2Ns, since);
     }
 }
 
 /// VM `vm`'s vCPU is about to enter the world switch. The path that ends with this entry
 /// (a switch, an injection, ...) is measured from the last exit's vector (`exited`) to the
 /// clock just before the `eret` (`GuestRegs::entered`), so its sample is folded at the
-/// vCPU's next exit (`ShortExits`).
+/// vCPU's next exit (`ShortExits`). This CPU's index is read once (every general entry
+/// passes here).
 pub fn entering(vm: usize) {
     let now = clock();
-    let cpu = cpu();
-    charge_el2(cpu, now, vm);
+    let at = cpu_index();
+    let cpu = &CPUS[at];
+    charge_el2(at, now, vm);
     let owner = cpu.owner.load(Ordering::Relaxed);
     let kind = cpu.kind.load(Ordering::Relaxed);
     let woke = owner == WOKE;
@@ -266,16 +273,18 @@ fn words_at(w: &[AtomicU64; WORDS], at: usize) -> PathStats {
     }
 }
 
-/// VM `vm`'s vCPU came back from the world switch, which left the guest at `at` (the
+/// VM `vm`'s vCPU came back from the world switch, which left the guest at `now` (the
 /// clock at the exit's vector, `GuestRegs::exited`).
-pub fn exited(vm: usize, at: u64) {
-    let now = at;
-    let cpu = cpu();
-    add(
-        vm,
-        Counter::GuestNs,
-        now.wrapping_sub(cpu.mark.load(Ordering::Relaxed)),
-    );
+pub fn exited(vm: usize, now: u64) {
+    let at = cpu_index();
+    let cpu = &CPUS[at];
+    if let Some(w) = VMS[at].get(vm) {
+        add_words(
+            &w.0,
+            Counter::GuestNs,
+            now.wrapping_sub(cpu.mark.load(Ordering::Relaxed)),
+        );
+    }
     cpu.mark.store(now, Ordering::Relaxed);
     cpu.owner.store(vm as u64, Ordering::Relaxed);
     cpu.kind.store(ExitKind::Other as u64, Ordering::Relaxed);
@@ -530,8 +539,9 @@ pub fn switched_in(vm: usize) {
 /// The CPU is about to wait for an interrupt at EL2 with nothing to run.
 pub fn idle_begin() {
     let now = clock();
-    let cpu = cpu();
-    charge_el2(cpu, now, usize::MAX);
+    let at = cpu_index();
+    let cpu = &CPUS[at];
+    charge_el2(at, now, usize::MAX);
     cpu.kind.store(NO_PATH, Ordering::Relaxed);
 }
 
