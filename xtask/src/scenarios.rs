@@ -418,11 +418,11 @@ const PROBE_SPI: &[Expect] = &[
 /// fabric preempted and reconfigured at least once, refused nothing, the RTOS's worst
 /// allocation latency is within eq. 5's bound, and neither FreeRTOS missed a release.
 const OFDM: &[Expect] = &[
-    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=4 frames=4 ok=4 bad=0 *"),
-    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=4 frames=4 ok=4 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=qam64 model=native jobs=8 frames=16 ok=8 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=fft1024 model=guest jobs=8 frames=16 ok=8 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=fft512 model=guest jobs=8 frames=16 ok=8 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=8 frames=8 ok=8 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=8 frames=8 ok=8 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=qam64 model=native jobs=12 frames=36 ok=12 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=fft1024 model=guest jobs=12 frames=36 ok=12 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=fft512 model=guest jobs=12 frames=36 ok=12 bad=0 *"),
     Expect::Line("[rtos] ofdm: done; rt: samples=* misses=0"),
     Expect::Line("[gpos] ofdm: done; rt: samples=* misses=0"),
     Expect::Line("[partita] fabric: requests=* preemptions=* reconfigurations=* refused=0 *"),
@@ -435,10 +435,15 @@ const OFDM: &[Expect] = &[
 ];
 
 /// The fabric's hostile probes beside the RTOS's OFDM tasks (configs/tests/hostile-fabric.toml):
-/// every probe held (interfaces not its own abort, DMA outside the VM is refused), and
-/// FreeRTOS got every result right without a miss.
+/// every probe held (interfaces not its own abort, DMA outside the VM is refused, a request
+/// storm is contained, writes into a suspended job's saved context are dropped and the job
+/// resumes right), and FreeRTOS got every result right without a miss.
 const HOSTILE_FABRIC: &[Expect] = &[
-    Expect::Line("[prober] hostile: done, 2 probes, 0 breaches"),
+    Expect::Line("[prober] hostile: done, 4 probes, 0 breaches"),
+    Expect::Line("[prober] fabric: storm rounds=* unconnected_writes=*"),
+    Expect::Line("[prober] hostile: probe 03 request-storm: contained ok"),
+    Expect::Line("[prober] fabric: tampered with the suspended * job's context, 256 words"),
+    Expect::Line("[prober] hostile: probe 04 context-tamper: ignored ok"),
     Expect::NoLine("[prober] hostile: probe * BREACH *"),
     Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=12 frames=12 ok=12 bad=0 *"),
     Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=12 frames=12 ok=12 bad=0 *"),

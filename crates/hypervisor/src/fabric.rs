@@ -25,7 +25,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::lock::Mutex;
+use crate::lock::FairMutex;
 use partita_core::accel::functions::Function;
 use partita_core::accel::interface::{int_ctrl, reg, stat, Context, Signal, SEALED_LEN};
 use partita_core::accel::job::{Job, Registers};
@@ -113,11 +113,14 @@ pub struct Fabric {
     key: u64,
     top_priority: u8,
     config: &'static SystemConfig,
-    state: Mutex<State>,
+    state: FairMutex<State>,
     /// Per VM: bit `d` when device `d`'s interrupt is due.
     pending: Vec<AtomicU64>,
 
     vm_cpu: Vec<u8>,
+    /// Bit `c` when CPU `c` runs a VM that shares the fabric and is not of the highest
+    /// priority: its guest gets a beat (`guest_beat`).
+    beat_cpus: u64,
     cpu_pending: [AtomicBool; MAX_CPUS],
     /// Per CPU: an interface one of its vCPUs waited for in a trapped write is connected.
     writer_wake: [AtomicBool; MAX_CPUS],
@@ -167,6 +170,7 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             })
         })
         .collect();
+    let top_priority = config.vms.iter().map(|v| v.priority).max().unwrap_or(0);
     FABRIC.call_once(|| Fabric {
         cpu: f.cpu,
         devs,
@@ -178,9 +182,9 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             .collect(),
         irqs: f.accelerators.iter().map(|a| a.irq).collect(),
         key,
-        top_priority: config.vms.iter().map(|v| v.priority).max().unwrap_or(0),
+        top_priority,
         config,
-        state: Mutex::new(State {
+        state: FairMutex::new(State {
             manager: Manager::new(spec, idle_then_smallest),
             interfaces,
             regions: (0..f.regions.len()).map(|_| Region::default()).collect(),
@@ -194,6 +198,18 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             .iter()
             .map(|vm| vm.cpus.first().copied().unwrap_or(0))
             .collect(),
+        beat_cpus: config
+            .vms
+            .iter()
+            .enumerate()
+            .filter(|(vm, c)| {
+                c.priority < top_priority
+                    && f.accelerators
+                        .iter()
+                        .any(|a| a.vms.iter().any(|v| *v == config.vms[*vm].name))
+            })
+            .flat_map(|(_, c)| c.cpus.iter())
+            .fold(0, |mask, &cpu| mask | 1 << cpu),
         cpu_pending: [const { AtomicBool::new(false) }; MAX_CPUS],
         writer_wake: [const { AtomicBool::new(false) }; MAX_CPUS],
     });
@@ -202,6 +218,24 @@ pub fn init(config: &'static SystemConfig, key: u64) {
 /// The fabric, if the configuration has one.
 fn get() -> Option<&'static Fabric> {
     FABRIC.get()
+}
+
+/// How far apart the guest beat's exits are (ns of virtual time).
+const GUEST_BEAT_NS: u64 = 20_000;
+
+/// `deadline` (counter ticks), or earlier the guest beat's next exit when CPU `cpu` runs a
+/// VM that shares the fabric below the highest priority. Under QEMU's `-icount` round robin
+/// such a guest polling its interface pages, or storming them, without an exit would keep
+/// its turn for tens of ms, and every other CPU (the RTOS's, the fabric's) would wait for
+/// it (docs/accelerators.md); the beat's exit ends the turn. On hardware it costs that CPU
+/// one timer exit per beat.
+pub fn guest_beat(cpu: usize, now: u64, deadline: Option<u64>) -> Option<u64> {
+    if get().is_none_or(|f| f.beat_cpus >> cpu.min(63) & 1 == 0) {
+        return deadline;
+    }
+    let ticks = (u128::from(GUEST_BEAT_NS) * u128::from(timer::frequency().max(1)))
+        .div_ceil(1_000_000_000) as u64;
+    Some(deadline.map_or(now + ticks, |d| d.min(now + ticks)))
 }
 
 /// Whether `cpu` is the fabric's.
