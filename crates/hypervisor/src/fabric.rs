@@ -34,12 +34,14 @@ use partita_core::accel::policy::idle_then_smallest;
 use partita_core::accel::prr::PrrState;
 use partita_core::accel::{DevId, PrrId, VmId};
 use partita_core::config::SystemConfig;
+use partita_core::counters::PathStats;
 use spin::Once;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::stage2::{InterfacePte, Stage2Map};
 use crate::arch::aarch64::{gic, timer};
 use crate::beat;
+use crate::counters;
 use crate::memory;
 use crate::println;
 
@@ -89,6 +91,52 @@ pub struct Stats {
     /// Worst allocation latency of a highest-priority request (trap to connection), and
     /// the bound of eq. 5 for it.
     pub rtos_alloc_worst_ns: u64,
+    /// Ker-ONE's Table 4, measured (`Part`); T_resume is `counters::resume_stats`.
+    pub parts: [PathStats; PARTS.len()],
+}
+
+/// The atomic costs of Ker-ONE's Table 4 as Partita measures them (counters' clock, ns; each
+/// from after the manager's lock is taken, so no wait for it is counted):
+/// - `trap`: the data-abort vector to `request` (the world switch out, the short exit's
+///   checks, the exit's decoding);
+/// - `resume`: the answer to the world switch's entry (`counters::answered`);
+/// - `pl_irq`: the fabric CPU taking the manager's lock for an event it saw itself (a load
+///   over, a consistency point): Partita has no PL interrupt, its fabric CPU is the monitor;
+/// - `search`: `Manager::request` (the policy's search and the solution's actions);
+/// - `solution1..3`: carrying the actions out (a permission bit, STAT, a wake-up; the load
+///   started; the stop, the disconnection and its TLB invalidation);
+/// - `irq_pcap`: a load's end (`Manager::reconfigured` and its connection);
+/// - `irq_stop`: a consistency point (the context sealed into the page, the region switched,
+///   the next client connected).
+#[derive(Clone, Copy)]
+enum Part {
+    Trap,
+    Resume,
+    PlIrq,
+    Search,
+    Solution1,
+    Solution2,
+    Solution3,
+    IrqPcap,
+    IrqStop,
+}
+
+const PARTS: [&str; 9] = [
+    "trap",
+    "resume",
+    "pl_irq",
+    "search",
+    "solution1",
+    "solution2",
+    "solution3",
+    "irq_pcap",
+    "irq_stop",
+];
+
+impl Stats {
+    fn part(&mut self, part: Part, ns: u64) {
+        self.parts[part as usize].add(ns);
+    }
 }
 
 struct State {
@@ -283,6 +331,7 @@ pub enum Requested {
 /// fabric only reads it, and it chooses the programming model before the answer.
 pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Requested> {
     let f = get()?;
+    let trapped = counters::since_abort();
     let start = now_ns();
     let cfg = f.config.fabric.as_ref()?;
     let dev = cfg
@@ -290,6 +339,7 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         .iter()
         .position(|a| ipa >= a.base && ipa < a.base + 0x1000)?;
     let mut st = f.state.lock();
+    let locked = counters::clock_ns();
     let slot = vm * f.devs + dev;
     if !matches!(st.interfaces.get(slot), Some(Some(_))) {
         return None;
@@ -302,6 +352,7 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
     let already = st.manager.connected(vmid, devid).is_some();
     let mut out = Actions::new();
     let answer = st.manager.request(vmid, devid, start, &mut out);
+    let searched = counters::clock_ns();
     if already {
         // A stale read-only TLB entry of a page that is writable already.
         if let Some(Some(Interface { pte: Some(pte), .. })) = st.interfaces.get(slot) {
@@ -316,6 +367,15 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         .any(|a| matches!(a, Action::Stop { .. } | Action::Disconnect { .. }));
     f.perform(&mut st, &out, start);
     if fresh {
+        let solved = counters::clock_ns();
+        let solution = match (preempt, reconfig) {
+            (true, _) => Part::Solution3,
+            (false, true) => Part::Solution2,
+            (false, false) => Part::Solution1,
+        };
+        st.stats.part(Part::Trap, trapped);
+        st.stats.part(Part::Search, searched - locked);
+        st.stats.part(solution, solved - searched);
         st.stats.requests += 1;
         if answer == Answer::Waiting {
             st.requested_at[slot] = Some(start);
@@ -331,14 +391,18 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         *p = (p.0 + 1, p.1 + spent, p.2.max(spent));
     }
     let guest_model = read32(page + reg::INT_CTRL) & int_ctrl::ON_SIGNAL != 0;
-    Some(match answer {
+    let requested = match answer {
         Answer::Connected => Requested::Retry,
         Answer::Waiting | Answer::NoInterface if guest_model => Requested::Dropped,
         Answer::Waiting | Answer::NoInterface => {
             st.native_waiting[slot] = Some(cpu);
             Requested::Waiting
         }
-    })
+    };
+    if fresh && requested != Requested::Waiting {
+        counters::answered();
+    }
+    Some(requested)
 }
 
 /// VM `vm`'s boot ends: its accelerators are released (disconnected, its requests and
@@ -427,6 +491,17 @@ pub fn print_stats() {
             n,
             total.checked_div(n).unwrap_or(0),
             worst
+        );
+    }
+    let mut parts = s.parts;
+    parts[Part::Resume as usize].merge(&counters::resume_stats());
+    for (name, p) in PARTS.iter().zip(parts.iter()) {
+        println!(
+            "fabric: part={name} n={} min_ns={} mean_ns={} max_ns={}",
+            p.count,
+            p.min,
+            p.mean(),
+            p.max
         );
     }
     println!(
@@ -650,11 +725,13 @@ pub fn run(board: &partita_core::board::Board) -> ! {
     loop {
         beat::keep();
         let now = now_ns();
+        let seen = counters::clock_ns();
         // The earliest time something is due here: a load, a hold's expiry, a frame's end.
         let mut next: Option<u64> = None;
         let mut due = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         {
             let mut st = f.state.lock();
+            let locked = counters::clock_ns();
             let mut out = Actions::new();
             if st.manager.next_expiry().is_some_and(|t| t <= now) {
                 st.manager.expire(now, &mut out);
@@ -671,10 +748,14 @@ pub fn run(board: &partita_core::board::Board) -> ! {
                     *hw = Hardware::default();
                 }
                 if st.regions[p].reconfig_until.is_some_and(|t| t <= now) {
+                    let handling = counters::clock_ns();
                     st.regions[p].reconfig_until = None;
                     let mut out = Actions::new();
                     st.manager.reconfigured(prr, now, &mut out);
                     f.perform(&mut st, &out, now);
+                    st.stats.part(Part::PlIrq, locked - seen);
+                    st.stats
+                        .part(Part::IrqPcap, counters::clock_ns() - handling);
                 }
                 if let Some(t) = st.regions[p].reconfig_until {
                     due(t);
@@ -805,7 +886,9 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
         hw.computed = Some(computed);
         return false;
     }
+    let seen = counters::clock_ns();
     let mut st = f.state.lock();
+    let locked = counters::clock_ns();
     if st.regions[usize::from(prr)].running != Some((vm, dev))
         || st.regions[usize::from(prr)].dropped
     {
@@ -843,6 +926,7 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
         return true;
     }
     if st.manager.prr(prr).map(|d| d.state) == Some(PrrState::Preempt) {
+        let handling = counters::clock_ns();
         st.regions[usize::from(prr)].saving = Some(job.context());
         st.regions[usize::from(prr)].running = None;
         *hw = Hardware::default();
@@ -851,6 +935,9 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
         let mut out = Actions::new();
         st.manager.switched(prr, true, now, &mut out);
         f.perform(&mut st, &out, now);
+        st.stats.part(Part::PlIrq, locked - seen);
+        st.stats
+            .part(Part::IrqStop, counters::clock_ns() - handling);
         return true;
     }
     hw.job = Some((vm, dev, job));

@@ -25,6 +25,7 @@ pub fn render(results: &Results, plots: &[String]) -> String {
     console_exits(&mut out, results);
     hypervisor(&mut out, results);
     scale(&mut out, results);
+    super::accel::section(&mut out, results);
     not_measured(&mut out, results);
     plot_list(&mut out, plots);
     provenance(&mut out, results);

@@ -104,6 +104,21 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 cpu,
             ))
         }
+        Boot::Fabric(config) => {
+            let image = paths::build_dir().join("bench").join("partita.img");
+            let system = build::boot_image(
+                &paths::root().join(config),
+                &image,
+                None,
+                &ConsoleUse::AllTagged,
+            )?;
+            Ok(machine(
+                &image,
+                system.config.board.platform,
+                system.config.board.cpus,
+                cpu,
+            ))
+        }
         Boot::Partita(config) | Boot::PartitaSmp(config) | Boot::BesideDemo(config, _) => {
             let image = paths::build_dir().join("bench").join("partita.img");
             let system = build::boot_image(
