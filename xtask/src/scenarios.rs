@@ -434,6 +434,26 @@ const OFDM: &[Expect] = &[
     Expect::NoLine(PANIC),
 ];
 
+/// Linux's user-space program on the fabric beside the RTOS's OFDM tasks
+/// (configs/tests/ofdm-linux.toml): `partita-ofdm` maps its interface pages and buffers from
+/// /dev/mem and runs QAM-16 and QAM-64 jobs in the native model, each checked against its
+/// software reference; FreeRTOS keeps every result right and `misses=0`.
+const OFDM_LINUX_JOB: &str = "set -e; partita-ofdm 0x0a000000 0x50000000 qam16 6 2; \
+    partita-ofdm 0x0a001000 0x50400000 qam64 6 2";
+const OFDM_LINUX: &[Expect] = &[
+    Expect::Line("[linux] partita-ofdm: function=qam16 jobs=6 frames=12 ok=6 bad=0 *"),
+    Expect::Line("[linux] partita-ofdm: function=qam64 jobs=6 frames=12 ok=6 bad=0 *"),
+    Expect::Line("[linux] partita: job exit 0"),
+    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=12 frames=12 ok=12 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=12 frames=12 ok=12 bad=0 *"),
+    Expect::Line("[rtos] ofdm: done; rt: samples=* misses=0"),
+    Expect::Line("[partita] fabric: requests=* refused=0 *"),
+    Expect::Line("[partita] fabric: frame_worst_ns=* rtos_alloc_worst_ns=* within=true"),
+    Expect::Line("[partita] all VMs powered off"),
+    Expect::NoLine("[partita] vm *: fault*"),
+    Expect::NoLine(PANIC),
+];
+
 /// The fabric's hostile probes beside the RTOS's OFDM tasks (configs/tests/hostile-fabric.toml):
 /// every probe held (interfaces not its own abort, DMA outside the VM is refused, a request
 /// storm is contained, writes into a suspended job's saved context are dropped and the job
@@ -1186,6 +1206,16 @@ pub const SCENARIOS: &[Scenario] = &[
         end: End::Exit(0),
         timeout_secs: 300,
         expect: OFDM,
+    },
+    Scenario {
+        name: "ofdm-linux",
+        boot: Boot::Partita("configs/tests/ofdm-linux.toml"),
+        job: Some(OFDM_LINUX_JOB),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 600,
+        expect: OFDM_LINUX,
     },
     Scenario {
         name: "hostile-fabric",
