@@ -166,6 +166,8 @@ pub struct Fabric {
     pending: Vec<AtomicU64>,
 
     vm_cpu: Vec<u8>,
+    /// Bit `c` when CPU `c` is due a `FABRIC_SGI` (`ring`).
+    doorbells: AtomicU64,
     /// Bit `c` when CPU `c` runs a VM that shares the fabric and is not of the highest
     /// priority: its guest gets a beat (`guest_beat`).
     beat_cpus: u64,
@@ -246,6 +248,7 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             .iter()
             .map(|vm| vm.cpus.first().copied().unwrap_or(0))
             .collect(),
+        doorbells: AtomicU64::new(0),
         beat_cpus: config
             .vms
             .iter()
@@ -399,6 +402,8 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
             Requested::Waiting
         }
     };
+    drop(st);
+    f.ring();
     if fresh && requested != Requested::Waiting {
         counters::answered();
     }
@@ -414,6 +419,7 @@ pub fn release(vm: usize) {
     let mut out = Actions::new();
     st.manager.release_vm(vm as VmId, now, &mut out);
     f.perform(&mut st, &out, now);
+    f.ring();
     for dev in 0..f.devs {
         st.requested_at[vm * f.devs + dev] = None;
         st.native_waiting[vm * f.devs + dev] = None;
@@ -542,14 +548,16 @@ impl Fabric {
         partita_core::accel::timing::alloc_wcet(paths, frame, rcfg) + frame
     }
 
-    /// A vCPU of CPU `cpu` waits in a trapped write to a page connected now: the CPU wakes it.
+    /// A vCPU of CPU `cpu` waits in a trapped write to a page connected now: the CPU wakes it
+    /// (at the next `ring`).
     fn wake_writer(&self, cpu: u8) {
         if let Some(flag) = self.writer_wake.get(usize::from(cpu)) {
             flag.store(true, Ordering::Release);
-            gic::send_sgi(FABRIC_SGI as u8, cpu);
+            self.doorbells.fetch_or(1 << cpu, Ordering::Release);
         }
     }
 
+    /// Device `dev`'s interrupt is due in VM `vm`: its CPU raises it (at the next `ring`).
     fn raise(&self, vm: VmId, dev: DevId) {
         let vm = usize::from(vm);
         if let Some(word) = self.pending.get(vm) {
@@ -558,7 +566,19 @@ impl Fabric {
             if let Some(flag) = self.cpu_pending.get(usize::from(cpu)) {
                 flag.store(true, Ordering::Release);
             }
-            gic::send_sgi(FABRIC_SGI as u8, cpu);
+            self.doorbells.fetch_or(1 << cpu, Ordering::Release);
+        }
+    }
+
+    /// Sends `FABRIC_SGI` to every CPU a wake-up or an interrupt is due on. Called once the
+    /// work that made them due is done (and timed): an SGI to another CPU ends this CPU's
+    /// turn under `-icount`, which would count the other CPUs' instructions in the window.
+    fn ring(&self) {
+        let mut cpus = self.doorbells.swap(0, Ordering::AcqRel);
+        while cpus != 0 {
+            let cpu = cpus.trailing_zeros();
+            cpus &= cpus - 1;
+            gic::send_sgi(FABRIC_SGI as u8, cpu as u8);
         }
     }
 
@@ -590,13 +610,15 @@ impl Fabric {
                     let mut status = read32(page + reg::STAT) & !(stat::SUSPENDED | stat::BUSY);
                     if resume {
                         let mut sealed = [0u8; SEALED_LEN];
-                        for (i, b) in sealed.iter_mut().enumerate() {
-                            // SAFETY: inside the page's context area (see `read32`).
-                            *b = unsafe {
+                        for (i, chunk) in sealed.chunks_exact_mut(8).enumerate() {
+                            // SAFETY: an aligned double word inside the page's context area
+                            // (see `read32`).
+                            let word = unsafe {
                                 core::ptr::read_volatile(
-                                    (page + reg::CONTEXT + i as u64) as *const u8,
+                                    (page + reg::CONTEXT + 8 * i as u64) as *const u64,
                                 )
                             };
+                            chunk.copy_from_slice(&word.to_le_bytes());
                         }
                         let function = self.functions[usize::from(dev)];
                         let job = Context::open(&sealed, self.key)
@@ -659,12 +681,16 @@ impl Fabric {
                         if let Some(pte) = &iface.pte {
                             pte.set_writable(false);
                         }
-                        for (i, b) in context.seal(self.key).iter().enumerate() {
-                            // SAFETY: inside the page's context area (see `read32`).
+                        let sealed = context.seal(self.key);
+                        for (i, chunk) in sealed.chunks_exact(8).enumerate() {
+                            let mut word = [0u8; 8];
+                            word.copy_from_slice(chunk);
+                            // SAFETY: an aligned double word inside the page's context area
+                            // (see `read32`).
                             unsafe {
                                 core::ptr::write_volatile(
-                                    (iface.page + reg::CONTEXT + i as u64) as *mut u8,
-                                    *b,
+                                    (iface.page + reg::CONTEXT + 8 * i as u64) as *mut u64,
+                                    u64::from_le_bytes(word),
                                 )
                             };
                         }
@@ -775,6 +801,7 @@ pub fn run(board: &partita_core::board::Board) -> ! {
                 }
             }
         }
+        f.ring();
         // One piece of work of one region per round, the regions in turn: a frame computed,
         // or a computed frame committed at its time.
         let mut worked = false;
@@ -786,6 +813,7 @@ pub fn run(board: &partita_core::board::Board) -> ! {
                 break;
             }
         }
+        f.ring();
         if !worked {
             for h in &hw {
                 if let Some(c) = &h.computed {

@@ -6,9 +6,7 @@
 //! archives in order, later files replacing earlier ones), whose `/init` is the guest's
 //! with one line that loads the module: `cache/linux-ivc/initramfs.cpio`, the initrd of
 //! the configurations with channels. The base initramfs in `cache/linux/` is left as it
-//! is, so systems without channels boot exactly what they did. The same archive carries
-//! `/usr/bin/partita-ofdm` (`guests/linux/ofdm/`), Linux's user-space program for the
-//! reconfigurable accelerators (docs/accelerators.md), built the same way.
+//! is, so systems without channels boot exactly what they did.
 //!
 //! Debian's arm64 headers package runs its build through `linux-kbuild-6.1`, whose tools
 //! (fixdep, modpost) are host programs: on this amd64 host the amd64 build of that package,
@@ -28,13 +26,12 @@ use std::process::Command;
 /// Where the files go in the initramfs (relative, no leading slash).
 const MODULE_PATH: &str = "lib/partita/partita_ivc.ko";
 const COMMAND_PATH: &str = "usr/bin/partita-ivc";
-const OFDM_PATH: &str = "usr/bin/partita-ofdm";
 
 /// Debian's cross compiler (the headers' Makefile calls `$(CROSS_COMPILE)gcc-12`).
 const CROSS_COMPILE: &str = "aarch64-linux-gnu-";
 
-/// Every source file, by name in `guests/linux/ivc/` (and `guests/linux/ofdm/`).
-const SOURCES: [(&str, &str); 7] = [
+/// Every source file, by name in `guests/linux/ivc/`.
+const SOURCES: [(&str, &str); 6] = [
     ("Kbuild", include_str!("../../../guests/linux/ivc/Kbuild")),
     (
         "partita_ivc.c",
@@ -55,10 +52,6 @@ const SOURCES: [(&str, &str); 7] = [
     (
         "partita-ivc.c",
         include_str!("../../../guests/linux/ivc/partita-ivc.c"),
-    ),
-    (
-        "partita-ofdm.c",
-        include_str!("../../../guests/linux/ofdm/partita-ofdm.c"),
     ),
 ];
 
@@ -177,15 +170,7 @@ fn build(dir: &Path, name: &str, version: &str) -> Result<(Placement, Vec<(Strin
         .arg(&command)
         .arg(sources.join("partita-ivc.c"))
         .arg(sources.join("libpartita_ivc.c")))?;
-    let ofdm = sources.join("partita-ofdm");
-    run(Command::new(format!("{CROSS_COMPILE}gcc"))
-        .args(FLAGS)
-        .arg(&ofdm)
-        .arg(sources.join("partita-ofdm.c")))?;
     let mut placement = Placement::default();
-    placement
-        .files
-        .insert(OFDM_PATH.into(), Content::Copy(ofdm));
     placement
         .files
         .insert(MODULE_PATH.into(), Content::Copy(module));
