@@ -90,7 +90,8 @@ pub fn wait_until(child: &mut Child, deadline: Option<Duration>) -> Result<Endin
     }
 }
 
-fn stop(child: &mut Child) -> Result<()> {
+/// Asks `child` to stop (SIGTERM), and kills it if it has not within two seconds.
+pub fn stop(child: &mut Child) -> Result<()> {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use partita_core::board::Platform;
+
 use crate::build::{self, ConsoleUse};
 use crate::elf::Executable;
 use crate::paths::{self, root};
@@ -89,8 +91,8 @@ pub fn by_function(counts: &Counts, functions: &[(u64, u64, String)]) -> Vec<(St
     sorted
 }
 
-/// Builds the plugin with the host C compiler.
-fn build_plugin(dir: &Path) -> Result<PathBuf> {
+/// Builds the plugin with the host C compiler into `dir`.
+pub fn build_plugin(dir: &Path) -> Result<PathBuf> {
     let plugin = dir.join("libpartita_profile.so");
     step(format!(
         "building the QEMU plugin {}",
@@ -155,6 +157,38 @@ pub fn check_probe() -> Result<()> {
     Ok(())
 }
 
+/// Adds the plugin, built at `plugin`, to `cmd`, which runs Partita built for `platform`:
+/// at exit it writes its counts to `out` (a stale file there is removed first).
+pub fn attach(cmd: &mut Command, plugin: &Path, platform: Platform, out: &Path) -> Result<()> {
+    let elf_path = build::hypervisor_elf(platform);
+    let elf = fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
+    let executable = Executable::parse(&elf)?;
+    let (lo, hi) = executable
+        .text()
+        .context("the hypervisor ELF has no .text section")?;
+    let entry = executable
+        .symbol("_start")
+        .context("the hypervisor ELF defines no _start")?;
+    let _ = fs::remove_file(out);
+    cmd.arg("-plugin").arg(format!(
+        "{},lo={lo:x},hi={hi:x},entry={entry:x},out={}",
+        plugin.display(),
+        out.display()
+    ));
+    Ok(())
+}
+
+/// The counts the plugin wrote to `out` when QEMU exited.
+pub fn read_counts(out: &Path) -> Result<Counts> {
+    let text = fs::read_to_string(out)
+        .with_context(|| format!("the plugin wrote no profile to {}", out.display()))?;
+    let counts = parse_counts(&text)?;
+    if counts.total == 0 {
+        bail!("the profile in {} counted no instruction", out.display());
+    }
+    Ok(counts)
+}
+
 /// Builds everything, runs the system with the plugin and attributes its counts.
 fn measure(options: &Options) -> Result<Profile> {
     build::binaries()?;
@@ -168,17 +202,7 @@ fn measure(options: &Options) -> Result<Profile> {
         options.job.as_deref(),
         &ConsoleUse::AllTagged,
     )?;
-    let elf_path = build::hypervisor_elf(system.config.board.platform);
-    let elf = fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
-    let executable = Executable::parse(&elf)?;
-    let (lo, hi) = executable
-        .text()
-        .context("the hypervisor ELF has no .text section")?;
-    let entry = executable
-        .symbol("_start")
-        .context("the hypervisor ELF defines no _start")?;
     let out = dir.join("profile.txt");
-    let _ = fs::remove_file(&out);
     let mut cmd = Machine {
         board: system.config.board.platform.board(),
         cpu: options.cpu,
@@ -187,11 +211,8 @@ fn measure(options: &Options) -> Result<Profile> {
         gdb: false,
     }
     .command(&image);
-    cmd.arg("-plugin").arg(format!(
-        "{},lo={lo:x},hi={hi:x},entry={entry:x},out={}",
-        plugin.display(),
-        out.display()
-    ));
+    let platform = system.config.board.platform;
+    attach(&mut cmd, &plugin, platform, &out)?;
     step(format!("running {}", process::describe(&cmd)));
     let run = process::capture(&mut cmd, Duration::from_secs(options.seconds), |_| false)?;
     let log = dir.join("console.log");
@@ -200,18 +221,11 @@ fn measure(options: &Options) -> Result<Profile> {
         "console output in {}",
         paths::shown(&log).display()
     ));
-    let text = fs::read_to_string(&out).with_context(|| {
-        format!(
-            "the plugin wrote no profile to {} (QEMU's console is in {})",
-            out.display(),
-            log.display()
-        )
-    })?;
-    let counts = parse_counts(&text)?;
-    if counts.total == 0 {
-        bail!("the profile counted no instruction");
-    }
-    let functions = by_function(&counts, &executable.functions());
+    let counts = read_counts(&out)
+        .with_context(|| format!("QEMU's console is in {}", paths::shown(&log).display()))?;
+    let elf_path = build::hypervisor_elf(platform);
+    let elf = fs::read(&elf_path).with_context(|| format!("cannot read {}", elf_path.display()))?;
+    let functions = by_function(&counts, &Executable::parse(&elf)?.functions());
     Ok(Profile { counts, functions })
 }
 

@@ -177,6 +177,34 @@ const TIMER_TICKED: &[Expect] = &[
     Expect::NoLine(LINUX_FAULT),
 ];
 
+/// The native FreeRTOS guest's boot arguments in `freertos-thread-metric-native`, as
+/// configs/tests/freertos-thread-metric.toml gives them under Partita.
+const THREAD_METRIC_BOOTARGS: &str = "bench=thread-metric bench.period_ms=50";
+
+/// FreeRTOS's Thread-Metric tests (lines prefixed with `$tag`), natively and under Partita:
+/// every test scores above 0 and passes its check, the interrupt tests in both variants,
+/// raising a self-SGI (trapped and injected by a hypervisor) and a software interrupt
+/// (an SVC, which stays at EL1).
+macro_rules! thread_metric {
+    ($tag:literal) => {
+        &[
+            Expect::Line(concat!($tag, "bench: experiment=thread-metric test=interrupt metric=score value=* unit=count")),
+            Expect::Line(concat!($tag, "bench: experiment=thread-metric test=interrupt metric=check value=pass unit=bool")),
+            Expect::Line(concat!($tag, "bench: experiment=thread-metric test=interrupt-preemption metric=check value=pass unit=bool")),
+            Expect::Line(concat!($tag, "bench: experiment=thread-metric test=interrupt-svc metric=score value=* unit=count")),
+            Expect::Line(concat!($tag, "bench: experiment=thread-metric test=interrupt-svc metric=check value=pass unit=bool")),
+            Expect::Line(concat!($tag, "bench: experiment=thread-metric test=interrupt-preemption-svc metric=score value=* unit=count")),
+            Expect::Line(concat!($tag, "bench: experiment=thread-metric test=interrupt-preemption-svc metric=check value=pass unit=bool")),
+            Expect::Line(concat!($tag, "bench: experiment=thread-metric test=memory metric=check value=pass unit=bool")),
+            Expect::Line(concat!($tag, "bench: done")),
+            Expect::NoLine(concat!($tag, "bench: experiment=thread-metric test=* metric=score value=0 unit=count")),
+            Expect::NoLine(concat!($tag, "bench: experiment=thread-metric test=* metric=check value=fail unit=bool")),
+            Expect::NoLine(PANIC),
+            Expect::NoLine(FREERTOS_FAULT),
+        ]
+    };
+}
+
 /// The workloads Linux must complete under Partita and natively (issue 3).
 const WORKLOAD_JOB: &str = "set -e; cat /proc/version; \
     cyclictest -m -q -p 80 -i 1000 -l 1000; hackbench -g 2 -l 50; \
@@ -803,6 +831,26 @@ pub const SCENARIOS: &[Scenario] = &[
             Expect::NoLine(PANIC),
             Expect::NoLine(FREERTOS_FAULT),
         ],
+    },
+    Scenario {
+        name: "freertos-thread-metric-native",
+        boot: Boot::NativeFreertos(THREAD_METRIC_BOOTARGS),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 120,
+        expect: thread_metric!(""),
+    },
+    Scenario {
+        name: "freertos-thread-metric-partita",
+        boot: Boot::Partita("configs/tests/freertos-thread-metric.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 120,
+        expect: thread_metric!("[freertos] "),
     },
     Scenario {
         name: "freertos-xen",

@@ -249,6 +249,10 @@ pub fn run_one(name: &str) -> Result<bool> {
     let run = boot(scenario)?;
     let took = start.elapsed().as_secs_f64();
     let log = paths::scenario_image(scenario.name).with_extension("log");
+    // A native or Xen scenario wrote no image there.
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
     std::fs::write(&log, &run.output).with_context(|| format!("cannot write {}", log.display()))?;
     step(format!(
         "console output in {}",

@@ -6,6 +6,7 @@
 //! in the distributor, and the CPU interface through the ICC_* system registers. Acknowledge and
 //! end-of-interrupt belong to the FreeRTOS port (portASM.S); this module never touches them.
 
+use crate::intid::{self, NotA};
 use aarch64_cpu::registers::{Readable, MPIDR_EL1};
 use core::arch::asm;
 use core::fmt;
@@ -47,29 +48,27 @@ const GICD_ISENABLER: usize = 0x0100;
 const GICD_IPRIORITYR: usize = 0x0400;
 const GICD_ICFGR: usize = 0x0c00;
 const GICD_IROUTER: usize = 0x6000;
-/// The SPIs QEMU `virt` and Partita implement: INTIDs 32..1019 at most.
-const SPI_RANGE: core::ops::Range<u32> = 32..1020;
 
 /// Why the GIC could not be set up.
 #[derive(Clone, Copy, Debug)]
 pub enum GicError {
     /// No redistributor in the device-tree region matches this CPU's MPIDR.
     NoRedistributor,
-    /// The INTID is not a private peripheral interrupt.
-    NotAPpi(u32),
-    /// The INTID is not a software-generated interrupt.
-    NotAnSgi(u32),
-    /// The INTID is not a shared peripheral interrupt.
-    NotAnSpi(u32),
+    /// The INTID is not of the kind of interrupt it was given as.
+    Intid(NotA),
+}
+
+impl From<NotA> for GicError {
+    fn from(wrong: NotA) -> Self {
+        Self::Intid(wrong)
+    }
 }
 
 impl fmt::Display for GicError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NoRedistributor => f.write_str("no redistributor matches this CPU's MPIDR"),
-            Self::NotAPpi(intid) => write!(f, "INTID {intid} is not a PPI"),
-            Self::NotAnSgi(intid) => write!(f, "INTID {intid} is not an SGI"),
-            Self::NotAnSpi(intid) => write!(f, "INTID {intid} is not an SPI"),
+            Self::Intid(wrong) => wrong.fmt(f),
         }
     }
 }
@@ -107,18 +106,14 @@ impl Gic {
 
     /// Puts private interrupt `intid` in group 1 at `priority` and enables it.
     pub fn enable_ppi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
-        if !(16..32).contains(&intid) {
-            return Err(GicError::NotAPpi(intid));
-        }
+        let intid = intid::ppi(intid)?;
         self.enable_private(intid, priority);
         Ok(())
     }
 
     /// Puts software-generated interrupt `intid` in group 1 at `priority` and enables it.
     pub fn enable_sgi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
-        if intid >= 16 {
-            return Err(GicError::NotAnSgi(intid));
-        }
+        let intid = intid::sgi(intid)?;
         self.enable_private(intid, priority);
         Ok(())
     }
@@ -126,9 +121,7 @@ impl Gic {
     /// Puts shared interrupt `intid` in group 1 at `priority`, edge-triggered, routed to this
     /// CPU, and enables it.
     pub fn enable_edge_spi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
-        if !SPI_RANGE.contains(&intid) {
-            return Err(GicError::NotAnSpi(intid));
-        }
+        let intid = intid::spi(intid)?;
         let d = self.distributor;
         let word = 4 * (intid as usize / 32);
         let bit = 1u32 << (intid % 32);

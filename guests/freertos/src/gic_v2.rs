@@ -11,6 +11,7 @@
 //! a device tree that places the GIC elsewhere. This module never touches acknowledge or
 //! end of interrupt.
 
+use crate::intid::{self, NotA};
 use core::arch::asm;
 use core::fmt;
 
@@ -44,20 +45,20 @@ const GICC_BPR: usize = 0x08;
 const ENABLE_GROUP0: u32 = 1;
 /// GICD_SGIR TargetListFilter 0b10: to the requesting CPU only.
 const SGIR_TO_SELF: u32 = 2 << 24;
-/// The SPIs a GICv2 may have: INTIDs 32..1019.
-const SPI_RANGE: core::ops::Range<u32> = 32..1020;
 
 /// Why the GIC could not be set up.
 #[derive(Clone, Copy, Debug)]
 pub enum GicError {
     /// The device tree's GIC is not where the port was compiled to find it.
     ElsewhereThanBuilt { distributor: usize, cpu: usize },
-    /// The INTID is not a private peripheral interrupt.
-    NotAPpi(u32),
-    /// The INTID is not a software-generated interrupt.
-    NotAnSgi(u32),
-    /// The INTID is not a shared peripheral interrupt.
-    NotAnSpi(u32),
+    /// The INTID is not of the kind of interrupt it was given as.
+    Intid(NotA),
+}
+
+impl From<NotA> for GicError {
+    fn from(wrong: NotA) -> Self {
+        Self::Intid(wrong)
+    }
 }
 
 impl fmt::Display for GicError {
@@ -69,9 +70,7 @@ impl fmt::Display for GicError {
                  is not the one this image was built for (distributor {DISTRIBUTOR}, cpu \
                  interface {CPU_INTERFACE})"
             ),
-            Self::NotAPpi(intid) => write!(f, "INTID {intid} is not a PPI"),
-            Self::NotAnSgi(intid) => write!(f, "INTID {intid} is not an SGI"),
-            Self::NotAnSpi(intid) => write!(f, "INTID {intid} is not an SPI"),
+            Self::Intid(wrong) => wrong.fmt(f),
         }
     }
 }
@@ -108,18 +107,14 @@ impl Gic {
 
     /// Puts private interrupt `intid` at `priority` and enables it.
     pub fn enable_ppi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
-        if !(16..32).contains(&intid) {
-            return Err(GicError::NotAPpi(intid));
-        }
+        let intid = intid::ppi(intid)?;
         self.enable(intid, priority);
         Ok(())
     }
 
     /// Puts software-generated interrupt `intid` at `priority` and enables it.
     pub fn enable_sgi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
-        if intid >= 16 {
-            return Err(GicError::NotAnSgi(intid));
-        }
+        let intid = intid::sgi(intid)?;
         self.enable(intid, priority);
         Ok(())
     }
@@ -127,9 +122,7 @@ impl Gic {
     /// Puts shared interrupt `intid` at `priority`, edge-triggered, targeted at this CPU
     /// interface (the one GICD_ITARGETSR0 names), and enables it.
     pub fn enable_edge_spi(&self, intid: u32, priority: u8) -> Result<(), GicError> {
-        if !SPI_RANGE.contains(&intid) {
-            return Err(GicError::NotAnSpi(intid));
-        }
+        let intid = intid::spi(intid)?;
         let d = self.distributor;
         let config = d + GICD_ICFGR + 4 * (intid as usize / 16);
         write32(config, read32(config) | (2 << (2 * (intid % 16))));

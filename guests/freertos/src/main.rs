@@ -23,6 +23,7 @@ mod freertos;
 #[cfg_attr(feature = "gicv2", path = "gic_v2.rs")]
 mod gic;
 mod heap;
+mod intid;
 mod ivc;
 mod ivc_demo;
 mod ofdm;

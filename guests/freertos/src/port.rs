@@ -97,10 +97,16 @@ extern "C" fn vApplicationFPUSafeIRQHandler(iar: u32) {
     if intid == TICK_INTID.load(Ordering::Relaxed) {
         on_tick();
     } else if intid == sgi::INTID {
-        bench::on_sgi();
+        bench::on_test_interrupt();
     } else if !ofdm::on_interrupt(intid) {
         ivc::on_interrupt(intid);
     }
+}
+
+/// The software interrupt's handler (`vectors::raise_software_interrupt`), run in interrupt
+/// context: the benchmarks' interrupt.
+pub extern "C" fn on_software_interrupt() {
+    bench::on_test_interrupt();
 }
 
 /// Re-arms the timer (clearing its level interrupt, and unmasking it: Xen masks the

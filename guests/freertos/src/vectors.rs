@@ -1,9 +1,11 @@
 //! The EL1 exception vector table the FreeRTOS port installs (`_freertos_vector_table`).
 //!
 //! Tasks run at EL1 on SP_EL0 (EL1t), interrupt handlers and start-up code on SP_EL1
-//! (EL1h). An SVC (the port's `portYIELD`) goes to the port's `FreeRTOS_SWI_Handler`, an
-//! IRQ to its `FreeRTOS_IRQ_Handler`; every other exception is reported on the console
-//! with its syndrome and the guest halts. This module never handles an exception itself.
+//! (EL1h). An `SVC #0` (the port's `portYIELD`) goes to the port's `FreeRTOS_SWI_Handler`,
+//! an `SVC #1` (`raise_software_interrupt`, the benchmarks' software interrupt) is run as
+//! an interrupt of its own (`software_interrupt` below), an IRQ goes to the port's
+//! `FreeRTOS_IRQ_Handler`; every other exception is reported on the console with its
+//! syndrome and the guest halts. This module never handles an exception itself.
 //! Each IRQ entry stores the tick's counter in its second instruction (the latency
 //! benchmarks' "first instruction of the handler"); nothing else is done before the port.
 //! There are two tables, the same but for that counter: `_freertos_vector_table` reads the
@@ -48,16 +50,21 @@ core::arch::global_asm!(
     b       report_unexpected_exception
     .endm
 
-    // An SVC goes to the port's context switch; any other synchronous exception is
-    // reported. x0/x1 are preserved for the port's handler.
+    // SVC #1 is the software interrupt, any other SVC goes to the port's context switch;
+    // any other synchronous exception is reported. x0/x1 are preserved for the handlers.
     .macro sync_entry kind
     .balign 0x80
     stp     x0, x1, [sp, #-16]!
     mrs     x0, esr_el1
-    lsr     x0, x0, #26
-    cmp     x0, #0x15
+    lsr     x1, x0, #26
+    cmp     x1, #0x15
+    b.ne    1f
+    and     x0, x0, #0xffff
+    cmp     x0, #{swi}
     ldp     x0, x1, [sp], #16
-    b.eq    FreeRTOS_SWI_Handler
+    b.eq    software_interrupt
+    b       FreeRTOS_SWI_Handler
+1:  ldp     x0, x1, [sp], #16
     mov     x0, #\kind
     b       report_unexpected_exception
     .endm
@@ -102,21 +109,71 @@ _freertos_vector_table:
     .global _freertos_vector_table_physical
 _freertos_vector_table_physical:
     vector_table cntpct_el0
-"#,
-    stamp = sym IRQ_ENTRY_COUNTER,
-);
 
-// The GICv2 build's port (ARM_AARCH64) calls `vApplicationIRQHandler` directly, without
-// the FP/SIMD save the SRE port's weak one does, and the Rust handler may use those
-// registers: this saves Q0-Q31, FPSR and FPCR around `vApplicationFPUSafeIRQHandler`, as
-// the SRE port's does.
-#[cfg(feature = "gicv2")]
-core::arch::global_asm!(
-    r#"
-    .section .text.irq_fp, "ax"
-    .global vApplicationIRQHandler
+    // The software interrupt, as the port's IRQ handler runs an interrupt: on SP_EL1, the
+    // caller-saved general registers, ELR and SPSR (a FromISR call unmasks IRQs, and a
+    // nested IRQ's return overwrites them) saved, the handler called through
+    // `fp_safe_call`, IRQs masked again after it, the port's nesting count raised around
+    // it. If the handler asked for a context switch
+    // (a FromISR call woke a higher task), the registers are restored and the port's
+    // SVC handler switches, saving the task's context as a yield would.
+    .section .text.software_interrupt, "ax"
     .balign 8
-vApplicationIRQHandler:
+software_interrupt:
+    stp     x0, x1, [sp, #-0x10]!
+    stp     x2, x3, [sp, #-0x10]!
+    stp     x4, x5, [sp, #-0x10]!
+    stp     x6, x7, [sp, #-0x10]!
+    stp     x8, x9, [sp, #-0x10]!
+    stp     x10, x11, [sp, #-0x10]!
+    stp     x12, x13, [sp, #-0x10]!
+    stp     x14, x15, [sp, #-0x10]!
+    stp     x16, x17, [sp, #-0x10]!
+    stp     x18, x30, [sp, #-0x10]!
+    mrs     x0, elr_el1
+    mrs     x1, spsr_el1
+    stp     x0, x1, [sp, #-0x10]!
+    adrp    x0, ullPortInterruptNesting
+    ldr     x1, [x0, :lo12:ullPortInterruptNesting]
+    add     x1, x1, #1
+    str     x1, [x0, :lo12:ullPortInterruptNesting]
+    adrp    x1, {handler}
+    add     x1, x1, :lo12:{handler}
+    bl      fp_safe_call
+    msr     daifset, #2
+    isb
+    adrp    x0, ullPortInterruptNesting
+    ldr     x1, [x0, :lo12:ullPortInterruptNesting]
+    sub     x1, x1, #1
+    str     x1, [x0, :lo12:ullPortInterruptNesting]
+    ldp     x0, x1, [sp], #0x10
+    msr     elr_el1, x0
+    msr     spsr_el1, x1
+    ldp     x18, x30, [sp], #0x10
+    ldp     x16, x17, [sp], #0x10
+    ldp     x14, x15, [sp], #0x10
+    ldp     x12, x13, [sp], #0x10
+    ldp     x10, x11, [sp], #0x10
+    ldp     x8, x9, [sp], #0x10
+    ldp     x6, x7, [sp], #0x10
+    ldp     x4, x5, [sp], #0x10
+    ldp     x2, x3, [sp], #0x10
+    adrp    x0, ullPortYieldRequired
+    ldr     x1, [x0, :lo12:ullPortYieldRequired]
+    cbnz    x1, 2f
+    ldp     x0, x1, [sp], #0x10
+    eret
+2:  str     xzr, [x0, :lo12:ullPortYieldRequired]
+    ldp     x0, x1, [sp], #0x10
+    b       FreeRTOS_SWI_Handler
+
+    // Calls the function at x1 with x0 as its argument, Q0-Q31, FPSR and FPCR saved around
+    // it, as the SRE port's weak `vApplicationIRQHandler` does for an IRQ handler: the Rust
+    // handlers may use those registers, which the interrupted task owns.
+    .section .text.fp_safe_call, "ax"
+    .global fp_safe_call
+    .balign 8
+fp_safe_call:
     stp     x29, x30, [sp, #-0x10]!
     stp     q0, q1, [sp, #-0x20]!
     stp     q2, q3, [sp, #-0x20]!
@@ -137,7 +194,7 @@ vApplicationIRQHandler:
     mrs     x9, fpsr
     mrs     x10, fpcr
     stp     x9, x10, [sp, #-0x10]!
-    bl      vApplicationFPUSafeIRQHandler
+    blr     x1
     ldp     x9, x10, [sp], #0x10
     msr     fpsr, x9
     msr     fpcr, x10
@@ -159,6 +216,40 @@ vApplicationIRQHandler:
     ldp     q0, q1, [sp], #0x20
     ldp     x29, x30, [sp], #0x10
     ret
+"#,
+    stamp = sym IRQ_ENTRY_COUNTER,
+    swi = const SOFTWARE_INTERRUPT,
+    handler = sym crate::port::on_software_interrupt,
+);
+
+/// The SVC immediate of the software interrupt (0 is the port's yield).
+const SOFTWARE_INTERRUPT: u16 = 1;
+
+/// Raises the software interrupt: its handler (`port::on_software_interrupt`) runs as an
+/// interrupt before this returns, and a task it woke runs first if it outranks the caller.
+/// This is how Thread-Metric's reference ports raise their interrupt (an SVC, taken at EL1
+/// without a hypervisor's involvement), where `sgi` raises one through the GIC.
+pub fn raise_software_interrupt() {
+    // SAFETY: SVC #1 enters `software_interrupt` above, which restores every general and
+    // FP/SIMD register it or its handler touches before returning (or, switching tasks,
+    // leaves them to the port's context save), so the caller loses no register.
+    unsafe { core::arch::asm!("svc #{imm}", imm = const SOFTWARE_INTERRUPT) };
+}
+
+// The GICv2 build's port (ARM_AARCH64) calls `vApplicationIRQHandler` directly, without
+// the FP/SIMD save the SRE port's weak one does, and the Rust handler may use those
+// registers: this calls `vApplicationFPUSafeIRQHandler` through `fp_safe_call`, as the SRE
+// port's does.
+#[cfg(feature = "gicv2")]
+core::arch::global_asm!(
+    r#"
+    .section .text.irq_fp, "ax"
+    .global vApplicationIRQHandler
+    .balign 8
+vApplicationIRQHandler:
+    adrp    x1, vApplicationFPUSafeIRQHandler
+    add     x1, x1, :lo12:vApplicationFPUSafeIRQHandler
+    b       fp_safe_call
 "#
 );
 

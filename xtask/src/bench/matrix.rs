@@ -434,13 +434,28 @@ impl LinuxExperiment {
     }
 }
 
+/// cyclictest measuring `$loops` wake-ups in ns (`-N`), as a shell command for `sh -c '…'`:
+/// the histogram has 1 ns buckets up to 100 µs (`-h 100000`, larger latencies count as
+/// overflows but still set the maximum), written to a file of which only the buckets that
+/// hold samples are printed, then the summary lines. The command's status is grep's, 0
+/// when the file holds the summary.
+macro_rules! cyclictest {
+    ($loops:literal) => {
+        concat!(
+            "cyclictest -m -q -N -p 80 -i 1000 -l ",
+            $loops,
+            " -h 100000 --histfile=/tmp/h&&grep -v \" 000000$\" /tmp/h"
+        )
+    };
+}
+
 /// Experiments 5, 6, 7 and 8 of BENCHMARKS.md, in the order the job runs them (the idle
 /// cyclictest first, on a quiet system).
 pub const LINUX_EXPERIMENTS: [LinuxExperiment; 11] = [
     LinuxExperiment {
         name: "cyclictest-idle",
-        quick: Some("cyclictest -m -q -p 80 -i 1000 -l 2000 -h 400"),
-        full: "cyclictest -m -q -p 80 -i 1000 -l 20000 -h 400",
+        quick: Some(concat!("sh -c '", cyclictest!(2000), "'")),
+        full: concat!("sh -c '", cyclictest!(20000), "'"),
         parser: Parser::Cyclictest,
     },
     LinuxExperiment {
@@ -570,12 +585,16 @@ pub const IVC_HEADLINES: [Headline; 10] = [
 /// cyclictest under a hackbench loop (BENCHMARKS.md experiment 5): the loop runs in the
 /// background from one second before cyclictest until it ends, then the loop and its
 /// hackbench are killed.
-const CYCLICTEST_HACKBENCH_QUICK: &str = "sh -c 'while :;do hackbench -g 4 -l 100000 -P \
-     >/dev/null;done& sleep 1;cyclictest -m -q -p 80 -i 1000 -l 2000 -h 400;r=$?;kill $!;\
-     killall hackbench;exit $r'";
-const CYCLICTEST_HACKBENCH_FULL: &str = "sh -c 'while :;do hackbench -g 4 -l 100000 -P \
-     >/dev/null;done& sleep 1;cyclictest -m -q -p 80 -i 1000 -l 20000 -h 400;r=$?;kill $!;\
-     killall hackbench;exit $r'";
+const CYCLICTEST_HACKBENCH_QUICK: &str = concat!(
+    "sh -c 'while :;do hackbench -g 4 -l 100000 -P >/dev/null;done& sleep 1;",
+    cyclictest!(2000),
+    ";r=$?;kill $!;killall hackbench;exit $r'"
+);
+const CYCLICTEST_HACKBENCH_FULL: &str = concat!(
+    "sh -c 'while :;do hackbench -g 4 -l 100000 -P >/dev/null;done& sleep 1;",
+    cyclictest!(20000),
+    ";r=$?;kill $!;killall hackbench;exit $r'"
+);
 
 /// The Linux experiments of `mode`, with their commands.
 pub fn linux_experiments(mode: Mode) -> Vec<(&'static LinuxExperiment, &'static str)> {
@@ -953,7 +972,7 @@ mod tests {
         assert!(!quick.contains(&"auto-large"));
         assert_eq!(linux_experiments(Mode::Full).len(), LINUX_EXPERIMENTS.len());
         assert!(linux_jobs(&linux_experiments(Mode::Quick))[0]
-            .contains(";b cyclictest-idle cyclictest -m -q -p 80 -i 1000 -l 2000 -h 400;"));
+            .contains(";b cyclictest-idle sh -c 'cyclictest -m -q -N -p 80 -i 1000 -l 2000 -h 100000 --histfile=/tmp/h&&grep -v \" 000000$\" /tmp/h';"));
     }
 
     #[test]

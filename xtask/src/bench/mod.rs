@@ -25,10 +25,10 @@ use partita_core::board::Platform;
 
 use crate::process::{step, Ending};
 use crate::qemu::Cpu;
-use crate::{build, linux, paths, xen};
+use crate::{build, linux, paths, profile, xen};
 use matrix::{Boot, Guest, Mode, Row, ROWS};
 use provenance::RunCommand;
-use record::{NotMeasured, Record, Results};
+use record::{Measure, NotMeasured, Record, Results};
 use runner::Progress;
 
 /// What `cargo xtask bench` was asked for.
@@ -145,6 +145,7 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         })
         .sum();
     let ivc_jobs = matrix::linux_jobs(&ivc_experiments);
+    let plugin = profile::build_plugin(&out)?;
     let mut progress = Progress::new(total);
     let mut records = Vec::new();
     let mut not_measured = Vec::new();
@@ -157,8 +158,15 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         };
         let mut console = String::new();
         let mut worst = None;
+        let mut profiled = Profiled::default();
         for (index, job) in boots.iter().enumerate() {
-            let mut cmd = runner::command(*boot, job, mode, &cache, options.cpu)?;
+            let started = runner::command(*boot, job, mode, &cache, options.cpu)?;
+            let mut cmd = started.cmd;
+            let name = format!("{}-{}-{}", row.config, row.guest.name(), index + 1);
+            let profile_file = out.join(format!("profile-{name}.txt"));
+            if let Some(platform) = started.partita {
+                profile::attach(&mut cmd, &plugin, platform, &profile_file)?;
+            }
             provenance.runs.push(RunCommand {
                 config: row.config.to_owned(),
                 guest: row.guest.name().to_owned(),
@@ -178,22 +186,34 @@ pub fn run(options: &Options) -> Result<PathBuf> {
                 runner::execute(&mut cmd, deadline(mode, row.guest), stop_after, |name| {
                     progress.next(row.config, row.guest.name(), name);
                 })?;
-            let log = out.join(format!(
-                "console-{}-{}-{}.txt",
-                row.config,
-                row.guest.name(),
-                index + 1
-            ));
+            let log = out.join(format!("console-{name}.txt"));
             fs::write(&log, &captured.output)
                 .with_context(|| format!("writing {}", log.display()))?;
             console.push_str(&captured.output);
             if !captured.stopped {
                 worst = worst.or_else(|| describe_ending(&captured.ending));
             }
+            if started.partita.is_some() {
+                profiled.add(profile::read_counts(&profile_file));
+            }
         }
         let (found, lost) = records_of(row, *boot, mode, &console, worst.as_deref());
         records.extend(found);
         not_measured.extend(lost);
+        match profiled {
+            Profiled::Counted { total, el2 } => records.extend(
+                profiled_records(row.guest.name(), total, el2)
+                    .into_iter()
+                    .map(|m| m.label(row.config)),
+            ),
+            Profiled::Lost(why) => not_measured.push(NotMeasured {
+                config: row.config.to_owned(),
+                guest: row.guest.name().to_owned(),
+                what: "EL2 profile".to_owned(),
+                reason: why,
+            }),
+            Profiled::None => {}
+        }
     }
     not_measured.extend(unmeasured_rows());
     let results = Results {
@@ -296,6 +316,50 @@ fn describe_ending(ending: &Ending) -> Option<String> {
 }
 
 /// The records a row's console holds, and what it should have held but does not.
+/// The EL2 profile of a row's boots (`cargo xtask profile`'s plugin, attached to every
+/// Partita boot): instructions executed in all and by Partita, summed over the boots, or
+/// why a boot has none.
+#[derive(Default)]
+enum Profiled {
+    #[default]
+    None,
+    Counted {
+        total: u64,
+        el2: u64,
+    },
+    Lost(String),
+}
+
+impl Profiled {
+    fn add(&mut self, counts: Result<profile::Counts>) {
+        *self = match (std::mem::take(self), counts) {
+            (Profiled::Lost(why), _) => Profiled::Lost(why),
+            (_, Err(error)) => Profiled::Lost(format!("{error:#}")),
+            (Profiled::None, Ok(c)) => Profiled::Counted {
+                total: c.total,
+                el2: c.el2,
+            },
+            (Profiled::Counted { total, el2 }, Ok(c)) => Profiled::Counted {
+                total: total + c.total,
+                el2: el2 + c.el2,
+            },
+        }
+    }
+}
+
+/// Experiment `profile/<guest>` (a configuration has a Linux and a FreeRTOS row): the
+/// instructions QEMU executed over the row's boots, Partita's among them, and their share
+/// (%, two decimals).
+fn profiled_records(guest: &str, total: u64, el2: u64) -> Vec<Measure> {
+    let experiment = format!("profile/{guest}");
+    let share = (el2 as f64 * 1e4 / total.max(1) as f64).round() / 1e2;
+    vec![
+        Measure::new(&experiment, "instructions", total as f64, "count"),
+        Measure::new(&experiment, "el2-instructions", el2 as f64, "count"),
+        Measure::new(&experiment, "el2-share", share, "%"),
+    ]
+}
+
 fn records_of(
     row: &Row,
     boot: Boot,
@@ -465,18 +529,18 @@ mod tests {
                 "cyclictest-hackbench",
                 &[
                     ("samples", "count"),
-                    ("min", "us"),
-                    ("avg", "us"),
-                    ("max", "us"),
+                    ("min", "ns"),
+                    ("avg", "ns"),
+                    ("max", "ns"),
                 ],
             ),
             (
                 "cyclictest-idle",
                 &[
                     ("samples", "count"),
-                    ("min", "us"),
-                    ("avg", "us"),
-                    ("max", "us"),
+                    ("min", "ns"),
+                    ("avg", "ns"),
+                    ("max", "ns"),
                     ("overflows", "count"),
                 ],
             ),
@@ -713,6 +777,33 @@ mod tests {
         );
         assert_eq!(lost[0].reason, "the command exited with status 1");
         assert_eq!(lost[1].reason, "QEMU was killed at the run's deadline");
+    }
+
+    #[test]
+    fn a_rows_profile_sums_its_boots_and_a_lost_boot_loses_it() {
+        let counts = |total, el2| {
+            Ok(profile::Counts {
+                total,
+                el2,
+                by_address: Vec::new(),
+            })
+        };
+        let mut profiled = Profiled::default();
+        profiled.add(counts(3_000, 100));
+        profiled.add(counts(1_000, 100));
+        let Profiled::Counted { total, el2 } = profiled else {
+            panic!("not counted")
+        };
+        assert_eq!((total, el2), (4_000, 200));
+        let records = profiled_records("linux", total, el2);
+        let share = records.iter().find(|m| m.metric == "el2-share").unwrap();
+        assert_eq!(
+            (share.experiment.as_str(), share.value),
+            ("profile/linux", 5.0)
+        );
+        profiled.add(Err(anyhow!("the plugin wrote no profile to x")));
+        profiled.add(counts(1, 1));
+        assert!(matches!(profiled, Profiled::Lost(ref why) if why.contains("no profile")));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use super::matrix::{
     beside_bootargs, freertos_bootargs, scale_config, scale_load, Boot, Load, Mode, FREERTOS_SOLO,
 };
 use crate::build::{self, ConsoleUse};
+use crate::config::System;
 use crate::process::{self, Ending};
 use crate::qemu::{Clock, Cpu, Machine};
 use crate::{linux, paths, xen};
@@ -65,8 +66,9 @@ pub fn minutes_seconds(elapsed: Duration) -> String {
 /// boot arguments of `mode`.
 /// QEMU emulates `cpu`; a Partita boot runs on its configuration's board, the others on
 /// qemu-virt.
-pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Result<Command> {
-    match boot {
+pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Result<BootCommand> {
+    let other = |cmd: Command| BootCommand { cmd, partita: None };
+    Ok(match boot {
         Boot::NativeLinux | Boot::NativeLinuxSmp(_) => {
             let guest = linux::prepare(cache)?;
             let bootargs = linux::bootargs(Some(job), &[])?;
@@ -79,13 +81,13 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 no_reboot: true,
                 cpus,
             };
-            Ok(linux::native_command(&guest, &bootargs, &options))
+            other(linux::native_command(&guest, &bootargs, &options))
         }
         Boot::NativeFreeRtos => {
             let image = paths::guest_image("freertos");
             let mut cmd = machine(&image, Platform::QemuVirt, 1, cpu);
             cmd.args(["-append", freertos_bootargs(mode)]);
-            Ok(cmd)
+            other(cmd)
         }
         Boot::PartitaFreeRtos => {
             let dir = paths::build_dir().join("bench");
@@ -97,12 +99,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
             let image = dir.join("partita.img");
             let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
-            Ok(machine(
-                &image,
-                system.config.board.platform,
-                system.config.board.cpus,
-                cpu,
-            ))
+            partita(&image, &system, cpu)
         }
         Boot::Fabric(config) => {
             let image = paths::build_dir().join("bench").join("partita.img");
@@ -127,16 +124,11 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 Some(job),
                 &ConsoleUse::AllTagged,
             )?;
-            Ok(machine(
-                &image,
-                system.config.board.platform,
-                system.config.board.cpus,
-                cpu,
-            ))
+            partita(&image, &system, cpu)
         }
         Boot::Beside { config, load } => {
             let bootargs = format!("{}{}", beside_bootargs(mode), load.rtos_bootargs());
-            beside(&paths::root().join(config), load, &bootargs, cpu)
+            beside(&paths::root().join(config), load, &bootargs, cpu)?
         }
         Boot::Scale { vms, cpus } => {
             let dir = paths::build_dir().join("bench");
@@ -150,19 +142,37 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 &cache.join("linux").join("initramfs.cpio"),
             );
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
-            beside(&config, scale_load(cpus), &beside_bootargs(mode), cpu)
+            beside(&config, scale_load(cpus), &beside_bootargs(mode), cpu)?
         }
-        Boot::XenDom0 => xen_boot(cache, Some(Some(job)), None),
-        Boot::XenDomU(None) => xen_boot(cache, None, Some(freertos_bootargs(mode))),
-        Boot::XenDomU(Some(load)) => {
-            xen_boot(cache, Some(Some(&load.job())), Some(&beside_bootargs(mode)))
-        }
+        Boot::XenDom0 => other(xen_boot(cache, Some(Some(job)), None)?),
+        Boot::XenDomU(None) => other(xen_boot(cache, None, Some(freertos_bootargs(mode)))?),
+        Boot::XenDomU(Some(load)) => other(xen_boot(
+            cache,
+            Some(Some(&load.job())),
+            Some(&beside_bootargs(mode)),
+        )?),
+    })
+}
+
+/// A row's QEMU command, and the board of the Partita it boots (`None`: a native or Xen
+/// boot), whose hypervisor the EL2 profile attributes instructions to.
+pub struct BootCommand {
+    pub cmd: Command,
+    pub partita: Option<Platform>,
+}
+
+/// The command that boots `image`, Partita with `system`.
+fn partita(image: &Path, system: &System, cpu: Cpu) -> BootCommand {
+    let platform = system.config.board.platform;
+    BootCommand {
+        cmd: machine(image, platform, system.config.board.cpus, cpu),
+        partita: Some(platform),
     }
 }
 
 /// Partita with the system in `config`: its FreeRTOS VM runs with `bootargs` (the latency
 /// benchmark) and its Linux VM runs `load`.
-fn beside(config: &Path, load: Load, bootargs: &str, cpu: Cpu) -> Result<Command> {
+fn beside(config: &Path, load: Load, bootargs: &str, cpu: Cpu) -> Result<BootCommand> {
     let image = paths::build_dir().join("bench").join("partita.img");
     let system = build::boot_image_with(
         config,
@@ -171,12 +181,7 @@ fn beside(config: &Path, load: Load, bootargs: &str, cpu: Cpu) -> Result<Command
         Some((BESIDE_RTOS_VM, bootargs)),
         &ConsoleUse::AllTagged,
     )?;
-    Ok(machine(
-        &image,
-        system.config.board.platform,
-        system.config.board.cpus,
-        cpu,
-    ))
+    Ok(partita(&image, &system, cpu))
 }
 
 fn xen_boot(cache: &Path, dom0: Option<Option<&str>>, freertos: Option<&str>) -> Result<Command> {
@@ -263,7 +268,9 @@ pub fn execute(
                     }
                     output.push_str(&line);
                     if stop_after.is_some_and(|end| end(&line)) {
-                        let _ = child.kill();
+                        // SIGTERM first: QEMU then exits as usual and its plugins
+                        // write their output.
+                        process::stop(&mut child)?;
                         stopped = true;
                         break;
                     }

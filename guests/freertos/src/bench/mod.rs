@@ -28,7 +28,7 @@ use crate::{console, freertos, psci};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU8, Ordering};
-use objects::SgiRole;
+use objects::InterruptRole;
 
 /// Stack of the controller in 8-byte words (it formats the result lines).
 const CONTROLLER_STACK_WORDS: usize = 4096;
@@ -46,13 +46,14 @@ pub fn spawn(selection: Selection) -> Result<(), freertos::OutOfMemory> {
     Ok(())
 }
 
-/// The SGI's handler (interrupt context): plays the running test's role.
-pub fn on_sgi() {
-    match objects::sgi_role() {
-        SgiRole::GiveSemaphore => tm_tasks::on_interrupt(),
-        SgiRole::ResumeTask => tm_tasks::on_preempting_interrupt(),
-        SgiRole::Stamp => rh_tasks::on_interrupt(),
-        SgiRole::Ignore => {}
+/// The handler of the benchmarks' interrupt, raised as an SGI or as the software interrupt
+/// (interrupt context): plays the running test's role.
+pub fn on_test_interrupt() {
+    match objects::interrupt_role() {
+        InterruptRole::GiveSemaphore => tm_tasks::on_interrupt(),
+        InterruptRole::ResumeTask => tm_tasks::on_preempting_interrupt(),
+        InterruptRole::Stamp => rh_tasks::on_interrupt(),
+        InterruptRole::Ignore => {}
     }
 }
 

@@ -21,28 +21,29 @@ pub static CONTROLLER: Slot<Task> = Slot::empty();
 /// Counters of the running test (reset by `teardown`).
 pub static COUNTERS: [AtomicU64; MAX_TASKS + 1] = [const { AtomicU64::new(0) }; MAX_TASKS + 1];
 
-/// What the SGI handler does for the running test.
+/// What the benchmarks' interrupt handler (the SGI's and the software interrupt's) does for
+/// the running test.
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum SgiRole {
+pub enum InterruptRole {
     Ignore = 0,
     GiveSemaphore = 1,
     ResumeTask = 2,
     Stamp = 3,
 }
 
-static SGI_ROLE: AtomicU8 = AtomicU8::new(SgiRole::Ignore as u8);
+static INTERRUPT_ROLE: AtomicU8 = AtomicU8::new(InterruptRole::Ignore as u8);
 
-pub fn set_sgi_role(role: SgiRole) {
-    SGI_ROLE.store(role as u8, Ordering::Release);
+pub fn set_interrupt_role(role: InterruptRole) {
+    INTERRUPT_ROLE.store(role as u8, Ordering::Release);
 }
 
-pub fn sgi_role() -> SgiRole {
-    match SGI_ROLE.load(Ordering::Acquire) {
-        1 => SgiRole::GiveSemaphore,
-        2 => SgiRole::ResumeTask,
-        3 => SgiRole::Stamp,
-        _ => SgiRole::Ignore,
+pub fn interrupt_role() -> InterruptRole {
+    match INTERRUPT_ROLE.load(Ordering::Acquire) {
+        1 => InterruptRole::GiveSemaphore,
+        2 => InterruptRole::ResumeTask,
+        3 => InterruptRole::Stamp,
+        _ => InterruptRole::Ignore,
     }
 }
 
@@ -73,7 +74,7 @@ pub fn task(index: usize) -> Option<Task> {
 /// Deletes every object of the finished test and zeroes the counters. Called by the
 /// controller, which outranks every test task, so none of them runs meanwhile.
 pub fn teardown() {
-    set_sgi_role(SgiRole::Ignore);
+    set_interrupt_role(InterruptRole::Ignore);
     for slot in &TASKS {
         if let Some(task) = slot.take() {
             // SAFETY: the slot held the only handle in use; the controller is not a test task.

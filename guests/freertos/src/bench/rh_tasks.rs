@@ -8,7 +8,7 @@
 //! not biased by the quantization. The last task to finish notifies the controller and every
 //! task then parks until the controller deletes it.
 
-use super::objects::{self, SgiRole, CONTROLLER, MUTEX, QUEUE, SEMAPHORE};
+use super::objects::{self, InterruptRole, CONTROLLER, MUTEX, QUEUE, SEMAPHORE};
 use crate::freertos::{self, Mutex, OutOfMemory, Queue, Semaphore};
 use crate::sgi::SgiToSelf;
 use crate::{timer, vectors};
@@ -151,7 +151,7 @@ extern "C" fn preempting(_: *mut c_void) {
 }
 
 pub fn start_interrupt_latency(_: bool) -> Result<(), OutOfMemory> {
-    objects::set_sgi_role(SgiRole::Stamp);
+    objects::set_interrupt_role(InterruptRole::Stamp);
     objects::spawn(0, interrupting, c"rh-irq", 10)?;
     Ok(())
 }

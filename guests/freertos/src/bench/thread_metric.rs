@@ -1,12 +1,16 @@
 //! Thread-Metric (the suite Ker-ONE reports), written for this guest from the published
-//! test descriptions: eight tests, each scored by how often its loop ran during one
-//! reporting period while the controller, at the highest priority, sleeps. Besides the
-//! score each multi-counter test checks that its counters stay within 1 of their average,
-//! and each single-thread service test that its service never failed. The task bodies
-//! live in `tm_tasks`; this module owns the test table, the period and the scoring.
+//! test descriptions: eight tests (the two interrupt tests in two variants, raising a
+//! self-SGI or, as the reference ports do, a software interrupt), each scored by how often
+//! its loop ran during one reporting period while the controller, at the highest priority,
+//! sleeps. Besides the score each multi-counter test checks that its counters stay within 1
+//! of their average, and each single-thread service test that its service never failed.
+//! The task bodies live in `tm_tasks`; this module owns the test table, the period and the
+//! scoring.
 
 use super::objects::{self, COUNTERS};
-use super::{report, tm_tasks, Selection};
+use super::tm_tasks::{self, Svc};
+use super::{report, Selection};
+use crate::sgi::SgiToSelf;
 use crate::{console, freertos};
 use core::sync::atomic::Ordering;
 
@@ -25,7 +29,7 @@ struct Outcome {
     check: Option<bool>,
 }
 
-const TESTS: [Test; 8] = [
+const TESTS: [Test; 10] = [
     Test {
         name: "basic",
         start: tm_tasks::start_basic,
@@ -43,12 +47,22 @@ const TESTS: [Test; 8] = [
     },
     Test {
         name: "interrupt",
-        start: tm_tasks::start_interrupt,
+        start: tm_tasks::start_interrupt::<SgiToSelf>,
         score: handler_count::<2>,
     },
     Test {
         name: "interrupt-preemption",
-        start: tm_tasks::start_interrupt_preemption,
+        start: tm_tasks::start_interrupt_preemption::<SgiToSelf>,
+        score: handler_count::<3>,
+    },
+    Test {
+        name: "interrupt-svc",
+        start: tm_tasks::start_interrupt::<Svc>,
+        score: handler_count::<2>,
+    },
+    Test {
+        name: "interrupt-preemption-svc",
+        start: tm_tasks::start_interrupt_preemption::<Svc>,
         score: handler_count::<3>,
     },
     Test {

@@ -1,12 +1,14 @@
-//! The task bodies and SGI handlers of the eight Thread-Metric tests, and the `start_*`
-//! functions that create each test's tasks and objects (the controller calls them; the
-//! tasks run once it sleeps). Every counter has exactly one writer, a task or the SGI
-//! handler; the controller reads them while no test task runs.
+//! The task bodies and interrupt handlers of the eight Thread-Metric tests, and the
+//! `start_*` functions that create each test's tasks and objects (the controller calls
+//! them; the tasks run once it sleeps). The two interrupt tests come in two variants, by
+//! how they raise their interrupt (`Raise`). Every counter has exactly one writer, a task
+//! or the interrupt handler; the controller reads them while no test task runs.
 
-use super::objects::{self, SgiRole, COUNTERS, QUEUE, SEMAPHORE};
+use super::objects::{self, InterruptRole, COUNTERS, QUEUE, SEMAPHORE};
 use super::pool::BlockPool;
 use crate::freertos::{self, Message, OutOfMemory, Queue, Semaphore, TaskEntry};
 use crate::sgi::SgiToSelf;
+use crate::vectors;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -108,28 +110,59 @@ extern "C" fn preemptive<const I: usize>(_: *mut c_void) {
     }
 }
 
-pub fn start_interrupt() -> Result<(), OutOfMemory> {
+/// How an interrupt test raises its interrupt: Thread-Metric's reference ports raise a
+/// software interrupt (an SVC taken at EL1); the SGI variants raise a self-SGI through
+/// the GIC, which a hypervisor traps and injects.
+pub trait Raise {
+    fn new() -> Self;
+    fn raise(&self);
+}
+
+/// The software interrupt (`vectors::raise_software_interrupt`).
+pub struct Svc;
+
+impl Raise for Svc {
+    fn new() -> Self {
+        Svc
+    }
+
+    fn raise(&self) {
+        vectors::raise_software_interrupt();
+    }
+}
+
+impl Raise for SgiToSelf {
+    fn new() -> Self {
+        SgiToSelf::new()
+    }
+
+    fn raise(&self) {
+        self.send();
+    }
+}
+
+pub fn start_interrupt<R: Raise>() -> Result<(), OutOfMemory> {
     SEMAPHORE.set(Semaphore::binary()?);
-    objects::set_sgi_role(SgiRole::GiveSemaphore);
-    objects::spawn(0, interrupting, c"tm-irq", 10)?;
+    objects::set_interrupt_role(InterruptRole::GiveSemaphore);
+    objects::spawn(0, interrupting::<R>, c"tm-irq", 10)?;
     Ok(())
 }
 
-/// Raises the SGI, takes the semaphore its handler gives, counts.
-extern "C" fn interrupting(_: *mut c_void) {
+/// Raises the interrupt, takes the semaphore its handler gives, counts.
+extern "C" fn interrupting<R: Raise>(_: *mut c_void) {
     let Some(semaphore) = SEMAPHORE.get() else {
         park()
     };
-    let sgi = SgiToSelf::new();
+    let interrupt = R::new();
     loop {
-        sgi.send();
+        interrupt.raise();
         if semaphore.take() {
             bump(0);
         }
     }
 }
 
-/// SGI handler of the interrupt-processing test: counts and gives the semaphore.
+/// Interrupt handler of the interrupt-processing test: counts and gives the semaphore.
 pub fn on_interrupt() {
     bump(1);
     if let Some(semaphore) = SEMAPHORE.get() {
@@ -137,19 +170,19 @@ pub fn on_interrupt() {
     }
 }
 
-pub fn start_interrupt_preemption() -> Result<(), OutOfMemory> {
-    objects::spawn(0, interrupted, c"tm-irq-low", 10)?;
+pub fn start_interrupt_preemption<R: Raise>() -> Result<(), OutOfMemory> {
+    objects::spawn(0, interrupted::<R>, c"tm-irq-low", 10)?;
     let high = objects::spawn(1, preempting, c"tm-irq-high", 9)?;
     freertos::suspend(high);
-    objects::set_sgi_role(SgiRole::ResumeTask);
+    objects::set_interrupt_role(InterruptRole::ResumeTask);
     Ok(())
 }
 
-/// The low task: raises the SGI (the high task preempts it), counts.
-extern "C" fn interrupted(_: *mut c_void) {
-    let sgi = SgiToSelf::new();
+/// The low task: raises the interrupt (the high task preempts it), counts.
+extern "C" fn interrupted<R: Raise>(_: *mut c_void) {
+    let interrupt = R::new();
     loop {
-        sgi.send();
+        interrupt.raise();
         bump(0);
     }
 }
@@ -162,7 +195,7 @@ extern "C" fn preempting(_: *mut c_void) {
     }
 }
 
-/// SGI handler of the interrupt-preemption test: counts and resumes the high task.
+/// Interrupt handler of the interrupt-preemption test: counts and resumes the high task.
 pub fn on_preempting_interrupt() {
     bump(2);
     if let Some(high) = objects::task(1) {
