@@ -109,12 +109,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 None,
                 &ConsoleUse::AllTagged,
             )?;
-            Ok(machine(
-                &image,
-                system.config.board.platform,
-                system.config.board.cpus,
-                cpu,
-            ))
+            partita(&image, &system, cpu)
         }
         Boot::Partita(config) | Boot::PartitaSmp(config) | Boot::BesideDemo(config, _) => {
             let image = paths::build_dir().join("bench").join("partita.img");
