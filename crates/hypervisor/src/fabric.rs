@@ -352,12 +352,12 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         write32(page + reg::INT_CTRL, value);
     }
     let (vmid, devid) = (vm as VmId, dev as DevId);
-    let already = st.manager.connected(vmid, devid).is_some();
     let mut out = Actions::new();
     let answer = st.manager.request(vmid, devid, start, &mut out);
     let searched = counters::clock_ns();
-    if already {
-        // A stale read-only TLB entry of a page that is writable already.
+    if answer == Answer::Connected && out.is_empty() {
+        // Connected already (the manager did nothing): a stale read-only TLB entry of a
+        // page that is writable already.
         if let Some(Some(Interface { pte: Some(pte), .. })) = st.interfaces.get(slot) {
             pte.invalidate();
         }
