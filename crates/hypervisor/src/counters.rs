@@ -194,13 +194,18 @@ fn add_words(w: &[AtomicU64; WORDS], counter: Counter, amount: u64) {
     );
 }
 
-/// Charges EL2 time since the last mark to its owner (or to `entering` after idle).
-fn charge_el2(cpu: &CpuWords, now: u64, entering: usize) {
+/// Charges EL2 time since the last mark to its owner (or to `entering` after idle), on
+/// the CPU at `at` in `CPUS` and `VMS`.
+fn charge_el2(at: usize, now: u64, entering: usize) {
+    let cpu = &CPUS[at];
     let since = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
-    match cpu.owner.load(Ordering::Relaxed) {
-        BOOT => {}
-        WOKE => add(entering, Counter::El2Ns, since),
-        owner => add(owner as usize, Counter::El2Ns, since),
+    let vm = match cpu.owner.load(Ordering::Relaxed) {
+        BOOT => return,
+        WOKE => entering,
+        owner => owner as usize,
+    };
+    if let Some(w) = VMS[at].get(vm) {
+        add_words(&w.0, Counter::El2Ns, since);
     }
 }
 
@@ -239,16 +244,18 @@ pub fn resume_stats() -> PathStats {
     all
 }
 
-/// VM `vm`'s vCPU is about to enter the world switch.
+/// VM `vm`'s vCPU is about to enter the world switch. This CPU's index is read once (every
+/// general entry passes here).
 pub fn entering(vm: usize) {
     let now = clock();
-    let cpu = cpu();
+    let at = cpu_index();
+    let cpu = &CPUS[at];
     let answered = cpu.answered_at.load(Ordering::Relaxed);
     if answered != 0 {
         cpu.answered_at.store(0, Ordering::Relaxed);
         fold_at(&cpu.resume, 0, now.wrapping_sub(answered));
     }
-    charge_el2(cpu, now, vm);
+    charge_el2(at, now, vm);
     let length = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
     let owner = cpu.owner.load(Ordering::Relaxed);
     let kind = cpu.kind.load(Ordering::Relaxed);
@@ -268,8 +275,8 @@ pub fn entering(vm: usize) {
         } else {
             None
         };
-        if let Some(first) = path {
-            add_path_sample(vm, first, length);
+        if let (Some(first), Some(w)) = (path, VMS[at].get(vm)) {
+            fold(&w.0, first, length);
         }
     }
     cpu.mark.store(now, Ordering::Relaxed);
@@ -303,13 +310,6 @@ fn words_at(w: &[AtomicU64], at: usize) -> PathStats {
     }
 }
 
-/// Folds one sample into VM `vm`'s path whose first word is `first`.
-fn add_path_sample(vm: usize, first: Counter, ns: u64) {
-    if let Some(w) = words(vm) {
-        fold(w, first, ns);
-    }
-}
-
 /// Folds one sample into the path of `w` whose first word is `first`.
 #[inline]
 fn fold(w: &[AtomicU64; WORDS], first: Counter, ns: u64) {
@@ -330,12 +330,15 @@ fn fold_at(w: &[AtomicU64], at: usize, ns: u64) {
 /// VM `vm`'s vCPU came back from the world switch.
 pub fn exited(vm: usize) {
     let now = clock();
-    let cpu = cpu();
-    add(
-        vm,
-        Counter::GuestNs,
-        now.wrapping_sub(cpu.mark.load(Ordering::Relaxed)),
-    );
+    let at = cpu_index();
+    let cpu = &CPUS[at];
+    if let Some(w) = VMS[at].get(vm) {
+        add_words(
+            &w.0,
+            Counter::GuestNs,
+            now.wrapping_sub(cpu.mark.load(Ordering::Relaxed)),
+        );
+    }
     cpu.mark.store(now, Ordering::Relaxed);
     cpu.owner.store(vm as u64, Ordering::Relaxed);
     cpu.kind.store(ExitKind::Other as u64, Ordering::Relaxed);
@@ -476,8 +479,9 @@ pub fn switched_in(vm: usize) {
 /// The CPU is about to wait for an interrupt at EL2 with nothing to run.
 pub fn idle_begin() {
     let now = clock();
-    let cpu = cpu();
-    charge_el2(cpu, now, usize::MAX);
+    let at = cpu_index();
+    let cpu = &CPUS[at];
+    charge_el2(at, now, usize::MAX);
     cpu.kind.store(NO_PATH, Ordering::Relaxed);
 }
 

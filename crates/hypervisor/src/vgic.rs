@@ -71,8 +71,9 @@ pub struct VirtualGic {
     lrs: [u64; MAX_LIST_REGISTERS],
     /// Bit n: ICH_LR<n>_EL2 may hold a non-zero value. The others hold 0, which the guest
     /// cannot change, so they are neither read back nor written again (a timer tick then
-    /// touches one list register instead of all four). All set at first: the reset value
-    /// of a list register is UNKNOWN.
+    /// touches one list register instead of all four). Never a bit beyond the vCPU
+    /// interface's list registers. All of those set at first: the reset value of a list
+    /// register is UNKNOWN.
     loaded: u16,
     /// The list registers must be chosen again before the next entry.
     stale: bool,
@@ -87,6 +88,8 @@ impl VirtualGic {
     /// vCPU `vcpu` of a VM with `vcpus` vCPUs, with `board`'s distributor window and one
     /// redistributor frame per vCPU.
     pub fn new(board: &Board, vcpu: usize, vcpus: usize) -> Self {
+        // At most `MAX_LIST_REGISTERS` (16).
+        let list_registers = gic_hyp::list_register_count();
         VirtualGic {
             vcpu,
             v2: matches!(board.gic, Gic::V2(_)),
@@ -95,9 +98,9 @@ impl VirtualGic {
                 Gic::V3(gic) => Region::new(gic.gicr.base, REDISTRIBUTOR_STRIDE * vcpus as u64),
                 Gic::V2(_) => Region::new(0, 0),
             },
-            list_registers: gic_hyp::list_register_count(),
+            list_registers,
             lrs: [0; MAX_LIST_REGISTERS],
-            loaded: u16::MAX,
+            loaded: ((1u32 << list_registers) - 1) as u16,
             stale: true,
             parked: false,
             hcr: 0,
@@ -259,8 +262,8 @@ impl VirtualGic {
         if self.stale {
             return;
         }
-        for (n, lr) in self.lrs[..self.list_registers].iter_mut().enumerate() {
-            if self.loaded & (1 << n) != 0 {
+        for n in bits(self.loaded) {
+            if let Some(lr) = self.lrs.get_mut(n) {
                 *lr = gic_hyp::read_list_register(n);
             }
         }
@@ -310,14 +313,24 @@ impl VirtualGic {
         self.loaded = loaded;
     }
 
+    /// A physical occurrence of `intid` for this vCPU as it is switched in (its virtual
+    /// timer expired while it was away): `inject` without the short injection's attempt, which
+    /// never succeeds here (`unload` left the list registers stale).
+    pub fn inject_switched_in(&mut self, model: &mut Vgic, intid: u32) {
+        self.sync(model);
+        if let Err(e) = model.inject(self.vcpu, intid) {
+            panic!("injecting interrupt {intid}: {e:?}");
+        }
+    }
+
     /// Empties the list registers when the vCPU leaves the CPU. Their contents stay here
     /// until the next `sync` folds them into the model, so taking a vCPU off the CPU needs
     /// no lock: the path of a higher-priority VM that preempts it never waits for this VM.
     pub fn unload(&mut self) {
         gic_hyp::set_hcr(0);
         if !self.stale {
-            for (n, lr) in self.lrs[..self.list_registers].iter_mut().enumerate() {
-                if self.loaded & (1 << n) != 0 {
+            for n in bits(self.loaded) {
+                if let Some(lr) = self.lrs.get_mut(n) {
                     *lr = gic_hyp::read_list_register(n);
                     gic_hyp::write_list_register(n, 0);
                 }
@@ -325,12 +338,24 @@ impl VirtualGic {
             self.parked = true;
             self.stale = true;
         } else {
-            for n in 0..self.list_registers {
-                if self.loaded & (1 << n) != 0 {
-                    gic_hyp::write_list_register(n, 0);
-                }
+            for n in bits(self.loaded) {
+                gic_hyp::write_list_register(n, 0);
             }
         }
         self.loaded = 0;
     }
+}
+
+/// The list registers of a `VirtualGic::loaded` mask, lowest first: only the set bits are
+/// visited (a switch usually finds one of four in use).
+fn bits(mask: u16) -> impl Iterator<Item = usize> {
+    let mut left = mask;
+    core::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let n = left.trailing_zeros() as usize;
+        left &= left - 1;
+        Some(n)
+    })
 }

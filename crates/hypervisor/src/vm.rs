@@ -850,26 +850,42 @@ impl Vm {
             }
         }
         self.vcpu.load(self.shared.counter_offset);
-        if self.timer_ppi_active {
-            gic::set_active_ppi(self.shared.board, self.shared.board.timer_virt_irq);
-        } else {
-            self.inject_expired_timer();
-        }
-    }
-
-    /// The loaded vCPU's virtual timer has expired but its physical PPI was not forwarded
-    /// (not active): it is injected now and the PPI made active as if it had been, so it is
-    /// not taken again before the guest deactivates it. On switch-in the PPI was another
-    /// vCPU's meanwhile; at a WFI the GIC may not have signalled it yet (QEMU's GIC-400
-    /// does not re-signal a pending PPI that a guest's deactivation through a HW list
-    /// register made inactive, so a guest idling then would wait for it forever).
-    pub fn inject_expired_timer(&mut self) {
         let ppi = self.shared.board.timer_virt_irq;
-        if timer::virtual_firing() && !gic::ppi_active(self.shared.board, ppi) {
-            self.inject(ppi);
+        if self.timer_ppi_active {
+            gic::set_active_ppi(self.shared.board, ppi);
+        } else if timer::virtual_firing() {
+            // Its virtual timer expired while it was away: injected now, the PPI made active
+            // as if forwarded. No look at the PPI's active state first (as at a WFI,
+            // `has_deliverable_at_wfi`): the vCPU that left the CPU took it with it
+            // (`switch_out`), and nothing acknowledges the PPI while no vCPU is loaded.
+            {
+                let mut hw = self.shared.hw.lock();
+                self.vgic.inject_switched_in(&mut hw.vgic, ppi);
+                self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
+            }
             counters::injected(self.shared.index);
             gic::set_active_ppi(self.shared.board, ppi);
         }
+    }
+
+    /// WFI of the loaded vCPU: its device lines and console input are brought up to date,
+    /// its expired virtual timer is injected if its physical PPI was not forwarded (not
+    /// active; the PPI is then made active as if it had been, so it is not taken again
+    /// before the guest deactivates it: the GIC may not have signalled it yet, and QEMU's
+    /// GIC-400 does not re-signal a pending PPI that a guest's deactivation through a HW list
+    /// register made inactive, so a guest idling then would wait for it forever). True when
+    /// it has an interrupt to take (it goes on). One hold of the VM's lock for all three.
+    pub fn has_deliverable_at_wfi(&mut self) -> bool {
+        let mut hw = self.shared.hw.lock();
+        update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
+        let ppi = self.shared.board.timer_virt_irq;
+        if timer::virtual_firing() && !gic::ppi_active(self.shared.board, ppi) {
+            self.vgic.inject(&mut hw.vgic, ppi);
+            self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
+            counters::injected(self.shared.index);
+            gic::set_active_ppi(self.shared.board, ppi);
+        }
+        self.vgic.has_deliverable(&mut hw.vgic)
     }
 
     /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the

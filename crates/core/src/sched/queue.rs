@@ -139,6 +139,28 @@ impl RunQueue {
         Ok(())
     }
 
+    /// The vCPU leaves the CPU (the hypervisor switches it out) and its state is returned: a
+    /// blocked one takes its timer's deadline now, `deadline()` (while it stayed loaded, its
+    /// own timer was its wake-up), as `set_timer_deadline` would; a ready one (preempted) is
+    /// left as it is and `deadline` is not called. One lookup for the switch path.
+    pub fn leave(
+        &mut self,
+        vcpu: VcpuId,
+        deadline: impl FnOnce() -> Option<u64>,
+    ) -> Option<VcpuState> {
+        let index = self.find(vcpu)?;
+        let state = self.entries[index].state();
+        if state == VcpuState::Blocked {
+            self.set_place(
+                index,
+                Place::Blocked {
+                    deadline: deadline(),
+                },
+            );
+        }
+        Some(state)
+    }
+
     /// Makes ready, earliest deadline first, every blocked vCPU whose deadline the counter
     /// has reached at `now`.
     pub fn expire(&mut self, now: u64) {

@@ -151,18 +151,18 @@ impl CpuScheduler {
 
     /// Puts vCPU `id` on the CPU, taking the loaded one off first; a loaded vCPU that this
     /// one preempts may migrate (`migrate_preempted`). Returns its position then.
-    fn switch_to(&mut self, id: VcpuId) -> Option<usize> {
+    /// `at` is its position now.
+    fn switch_to(&mut self, id: VcpuId, at: usize) -> Option<usize> {
         if self.loaded == Some(id) {
             return self.loaded_at;
         }
-        let preempted = self
-            .loaded_position()
-            .filter(|&old| self.queue.state(vcpu_of(&self.vms[old])) == Some(VcpuState::Ready));
-        self.switch_out();
-        if let Some(old) = preempted {
-            self.migrate_preempted(old, id);
+        let mut at = Some(at);
+        if let Some(old) = self.switch_out() {
+            if self.migrate_preempted(old, id) {
+                at = self.position(id);
+            }
         }
-        let at = self.position(id)?;
+        let at = at?;
         self.vms[at].switch_in(self.cpu);
         counters::switched_in(self.vms[at].index());
         self.loaded = Some(id);
@@ -171,20 +171,22 @@ impl CpuScheduler {
     }
 
     /// `vms[old]`, preempted by vCPU `by` of another VM and switched out, moves to the CPU
-    /// its VM's policy names (`Vm::migration_target`), if any, until this CPU idles.
-    fn migrate_preempted(&mut self, old: usize, by: VcpuId) {
+    /// its VM's policy names (`Vm::migration_target`), if any, until this CPU idles. True
+    /// when it went (the positions in `vms` changed).
+    fn migrate_preempted(&mut self, old: usize, by: VcpuId) -> bool {
         let vm = &self.vms[old];
         if vcpu_of(vm).vm == by.vm || vm.home() != self.cpu {
-            return;
+            return false;
         }
         let Some(target) = vm.migration_target() else {
-            return;
+            return false;
         };
         let vm = self.vms.remove(old);
         self.reindex();
         let _ = self.queue.remove(vcpu_of(&vm));
         self.lent.push((vm.shared(), vm.vcpu_index(), false));
         migrate::send(vm, target);
+        true
     }
 
     /// Takes the vCPUs handed to this CPU: migrated ones arriving, or this CPU's own coming
@@ -235,16 +237,18 @@ impl CpuScheduler {
     }
 
     /// Takes the loaded vCPU off the CPU. A blocked one hands its virtual-timer deadline to
-    /// the run queue now: while it stayed loaded, its own timer PPI was its wake-up.
-    fn switch_out(&mut self) {
-        if let Some(old) = self.loaded_position() {
-            self.loaded = None;
-            self.loaded_at = None;
-            let vm = &mut self.vms[old];
-            let deadline = vm.timer_deadline().filter(|_| vm.is_on());
-            vm.switch_out();
-            let _ = self.queue.set_timer_deadline(vcpu_of(vm), deadline);
-        }
+    /// the run queue now: while it stayed loaded, its own timer PPI was its wake-up. Returns
+    /// its position when it was preempted (ready, not blocked).
+    fn switch_out(&mut self) -> Option<usize> {
+        let old = self.loaded_position()?;
+        self.loaded = None;
+        self.loaded_at = None;
+        let vm = &mut self.vms[old];
+        let state = self
+            .queue
+            .leave(vcpu_of(vm), || vm.timer_deadline().filter(|_| vm.is_on()));
+        vm.switch_out();
+        (state == Some(VcpuState::Ready)).then_some(old)
     }
 
     /// Runs `vms[at]` until the scheduler has to decide again.
@@ -257,7 +261,7 @@ impl CpuScheduler {
             let _ = self.queue.block(id, None);
             return;
         }
-        let Some(at) = self.switch_to(id) else {
+        let Some(at) = self.switch_to(id, at) else {
             return;
         };
         let now = timer::now();
@@ -302,16 +306,14 @@ impl CpuScheduler {
     }
 
     /// WFI of the running vCPU: it goes on at once if an interrupt is pending for it (its
-    /// virtual timer expired counts, `Vm::inject_expired_timer`), else it blocks until one
+    /// virtual timer expired counts, `Vm::has_deliverable_at_wfi`), else it blocks until one
     /// is; true when it blocked. It stays loaded, so its virtual timer
     /// keeps running and its PPI wakes it; the deadline joins the run queue (and so the EL2
     /// timer) only when it is switched out.
     fn block(&mut self, at: usize) -> bool {
         let alone = self.vms.len() == 1;
         let vm = &mut self.vms[at];
-        vm.update_interrupt_lines();
-        vm.inject_expired_timer();
-        if vm.has_deliverable() {
+        if vm.has_deliverable_at_wfi() {
             return false;
         }
         // The CPU's only vCPU keeps it while it waits: its list registers are chosen now, so

@@ -133,3 +133,23 @@ fn slices_convert_from_microseconds() {
     assert_eq!(ticks_from_micros(0, 62_500_000), 1, "never an empty slice");
     assert_eq!(ticks_from_micros(u32::MAX, u64::MAX), u64::MAX);
 }
+
+#[test]
+fn leaving_the_cpu_gives_a_blocked_vcpu_its_deadline_and_leaves_a_ready_one_alone() {
+    let mut q = rtos_and_linux();
+    assert_eq!(q.pick(0).run, Some(RTOS));
+    q.block(RTOS, None).unwrap();
+    assert_eq!(q.pick(0).run, Some(LINUX));
+    assert_eq!(q.leave(RTOS, || Some(70)), Some(VcpuState::Blocked));
+    assert_eq!(q.next_event(0), Some(70));
+    assert_eq!(q.pick(70).run, Some(RTOS));
+    let asked = core::cell::Cell::new(false);
+    let ready = q.leave(LINUX, || {
+        asked.set(true);
+        Some(10)
+    });
+    assert_eq!(ready, Some(VcpuState::Ready));
+    assert!(!asked.get(), "a preempted vCPU's deadline is not read");
+    assert_eq!(q.next_event(70), None);
+    assert_eq!(q.leave(OTHER, || None), None, "not in the queue");
+}

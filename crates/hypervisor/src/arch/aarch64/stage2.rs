@@ -141,6 +141,8 @@ pub struct Stage2Map {
     /// guest restarted on the same map): drop them at the next activation (on any CPU: the
     /// invalidation is broadcast to the inner-shareable domain).
     stale_tlb: AtomicBool,
+    /// VTCR_EL2 (`vtcr`), computed once: the same for every map and CPU of the machine.
+    vtcr: u64,
 }
 
 impl Stage2Map {
@@ -149,6 +151,7 @@ impl Stage2Map {
             mapping: Mapping::new(IdTranslation::new(), ROOT_LEVEL, Stage2),
             vmid,
             stale_tlb: AtomicBool::new(true),
+            vtcr: vtcr(),
         }
     }
 
@@ -229,9 +232,10 @@ impl Stage2Map {
     /// Selects this map for EL1/EL0 on this CPU. Translations are tagged with the VMID, so
     /// switching between VMs needs no TLB maintenance; only stale entries are dropped.
     pub fn activate(&self) {
-        VTCR_EL2.set(vtcr());
+        VTCR_EL2.set(self.vtcr);
         VTTBR_EL2.set(self.vttbr());
-        if self.stale_tlb.swap(false, Ordering::AcqRel) {
+        // Looked at before it is cleared: a switch between VMs finds it clear.
+        if self.stale_tlb.load(Ordering::Acquire) && self.stale_tlb.swap(false, Ordering::AcqRel) {
             invalidate_selected_vmid();
         }
     }
