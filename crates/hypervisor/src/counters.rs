@@ -102,6 +102,14 @@ struct CpuWords {
     path_word: AtomicU64,
     /// Its start: the clock at the exit's vector (or at the wake-up).
     path_start: AtomicU64,
+    /// Clock at the data-abort vector of the exit the general path is handling
+    /// (`abort_taken`): where the fabric's T_trap starts.
+    abort_at: AtomicU64,
+    /// Clock when the fabric answered a request on this CPU, until the next entry (0: none):
+    /// T_resume ends there.
+    answered_at: AtomicU64,
+    /// T_resume's samples on this CPU: count, min, sum, max.
+    resume: [AtomicU64; 4],
 }
 
 /// Owner before the first entry: building VMs is not charged to any.
@@ -119,6 +127,9 @@ static CPUS: [CpuWords; MAX_CPUS] = [const {
         injected: AtomicU64::new(0),
         path_word: AtomicU64::new(NO_WORD),
         path_start: AtomicU64::new(0),
+        abort_at: AtomicU64::new(0),
+        answered_at: AtomicU64::new(0),
+        resume: [const { AtomicU64::new(0) }; 4],
     }
 }; MAX_CPUS];
 
@@ -208,6 +219,41 @@ fn charge_el2(at: usize, now: u64, entering: usize) {
     }
 }
 
+/// The clock (ns of virtual time under `-icount`, 1 ns steps).
+pub fn clock_ns() -> u64 {
+    clock()
+}
+
+/// A data abort taken at `start` (the vector's clock) goes to the general path.
+pub fn abort_taken(start: u64) {
+    cpu().abort_at.store(start, Ordering::Relaxed);
+}
+
+/// Time since the data-abort vector of the exit being handled (T_trap's end).
+pub fn since_abort() -> u64 {
+    clock().wrapping_sub(cpu().abort_at.load(Ordering::Relaxed))
+}
+
+/// The fabric answered a request on this CPU: T_resume runs until the next entry.
+pub fn answered() {
+    cpu().answered_at.store(clock(), Ordering::Relaxed);
+}
+
+/// T_resume over every CPU: from the fabric's answer to the world switch's entry.
+pub fn resume_stats() -> PathStats {
+    let mut all = PathStats::default();
+    for cpu in &CPUS {
+        let w = &cpu.resume;
+        all.merge(&PathStats {
+            count: w[0].load(Ordering::Relaxed),
+            min: w[1].load(Ordering::Relaxed),
+            sum: w[2].load(Ordering::Relaxed),
+            max: w[3].load(Ordering::Relaxed),
+        });
+    }
+    all
+}
+
 /// VM `vm`'s vCPU is about to enter the world switch. The path that ends with this entry
 /// (a switch, an injection, ...) is measured from the last exit's vector (`exited`) to the
 /// clock just before the `eret` (`GuestRegs::entered`), so its sample is folded at the
@@ -217,6 +263,11 @@ pub fn entering(vm: usize) {
     let now = clock();
     let at = cpu_index();
     let cpu = &CPUS[at];
+    let answered = cpu.answered_at.load(Ordering::Relaxed);
+    if answered != 0 {
+        cpu.answered_at.store(0, Ordering::Relaxed);
+        fold_at(&cpu.resume, 0, now.wrapping_sub(answered));
+    }
     charge_el2(at, now, vm);
     let owner = cpu.owner.load(Ordering::Relaxed);
     let kind = cpu.kind.load(Ordering::Relaxed);
@@ -264,13 +315,24 @@ fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
 
 /// The path whose first word is at `at`, as its words hold it.
 #[inline]
-fn words_at(w: &[AtomicU64; WORDS], at: usize) -> PathStats {
+fn words_at(w: &[AtomicU64], at: usize) -> PathStats {
     PathStats {
         count: w[at].load(Ordering::Relaxed),
         min: w[at + 1].load(Ordering::Relaxed),
         sum: w[at + 2].load(Ordering::Relaxed),
         max: w[at + 3].load(Ordering::Relaxed),
     }
+}
+
+/// Folds one sample into the path of `w` whose first word is at `at`.
+#[inline]
+fn fold_at(w: &[AtomicU64], at: usize, ns: u64) {
+    let mut stats = words_at(w, at);
+    stats.add(ns);
+    w[at].store(stats.count, Ordering::Relaxed);
+    w[at + 1].store(stats.min, Ordering::Relaxed);
+    w[at + 2].store(stats.sum, Ordering::Relaxed);
+    w[at + 3].store(stats.max, Ordering::Relaxed);
 }
 
 /// VM `vm`'s vCPU came back from the world switch, which left the guest at `now` (the

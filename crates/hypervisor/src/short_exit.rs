@@ -110,8 +110,14 @@ impl ShortExitHandler for ShortExit<'_> {
         self.counters.settle(regs.entered());
         let mut hw = self.shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
-            Done::No => return Light::General,
-            Done::Unsaved => return Light::AllRegisters,
+            Done::No => {
+                crate::counters::abort_taken(start);
+                return Light::General;
+            }
+            Done::Unsaved => {
+                crate::counters::abort_taken(start);
+                return Light::AllRegisters;
+            }
             Done::Yes { data_write } => data_write,
             Done::LineChanged { data_write } => {
                 update_lines(self.shared, self.vgic, self.vcpu, &mut hw);
