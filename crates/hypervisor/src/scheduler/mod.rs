@@ -272,10 +272,12 @@ impl CpuScheduler {
         ));
         loop {
             // Its CPU's only vCPU may wait for an interrupt inside its WFI's exit: nothing
-            // else could run meanwhile, and whatever this CPU must do wakes it. Not on a
-            // GICv2 board (docs/design.md: a split system hung there).
-            let alone =
-                self.vms.len() == 1 && self.lent.is_empty() && matches!(self.board.gic, Gic::V3(_));
+            // else could run meanwhile, and whatever this CPU must do wakes it. Only on a
+            // one-CPU GICv3 board (docs/design.md: split systems stalled with it).
+            let alone = self.vms.len() == 1
+                && self.lent.is_empty()
+                && self.system.bundle.config.board.cpus == 1
+                && matches!(self.board.gic, Gic::V3(_));
             let vm = &mut self.vms[at];
             let exit = vm.enter(alone);
             match vm.handle(exit) {
