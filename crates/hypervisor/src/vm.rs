@@ -1044,18 +1044,24 @@ impl Vm {
 
 /// Moves console input into the VM's console UART and drives the devices' interrupt lines
 /// in the virtual GIC, from vCPU `vcpu` (`vgic`), with the VM's lock held (`hw`).
+/// The lines are visited only when a device may have changed one (an access or received
+/// input since the last visit): the model keeps each line's level, so a visit that finds
+/// them unchanged does nothing.
 pub fn update_lines(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
-    if let Some(uart) = hw.devices.console_uart() {
-        input::take(shared.index, |byte| uart.receive(byte));
+    if hw.devices.has_console() {
+        input::take(shared.index, |byte| hw.devices.receive(byte));
     }
     let Hardware {
         devices,
         vgic: model,
         ..
     } = hw;
-    for (irq, level) in devices.irq_lines() {
-        // Validation keeps device interrupts among the board's SPIs.
-        let _ = vgic.set_level(model, irq, level);
+    if let Some(lines) = devices.take_changed_lines() {
+        for (irq, level) in lines {
+            // Validation keeps device interrupts among the board's SPIs.
+            let _ = vgic.set_level(model, irq, level);
+        }
     }
+    // Also the vCPUs whose interrupts an earlier fold of list registers changed (`sync`).
     shared.kick_touched(model, vcpu);
 }
