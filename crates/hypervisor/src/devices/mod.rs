@@ -111,7 +111,7 @@ pub struct Devices {
     devices: Vec<Device>,
     output: Output,
     /// A device's interrupt line may differ from what the virtual GIC last heard
-    /// (`take_changed_lines`): set by every access and every received byte, and at the start.
+    /// (`take_lines`): set by every access and every received byte, and at the start.
     lines_stale: bool,
     /// Where the console UART (the first PL011) is among `devices`.
     console: Option<usize>,
@@ -196,21 +196,25 @@ impl Devices {
         })
     }
 
-    /// The interrupt lines of the devices that have one, and whether each is asserted, when
-    /// one may have changed since the last call (an access or a received byte since); none
-    /// otherwise. The entry's device-line update costs one test when nothing happened.
+    /// Whether a device's interrupt line may have changed since the last `take_lines` (an
+    /// access or a received byte since): the entry's device-line update costs one test when
+    /// nothing happened.
     #[inline]
-    pub fn take_changed_lines(&mut self) -> Option<impl Iterator<Item = (u32, bool)> + '_> {
-        if !core::mem::take(&mut self.lines_stale) {
-            return None;
-        }
-        Some(self.devices.iter().filter_map(|d| {
+    pub fn lines_stale(&self) -> bool {
+        self.lines_stale
+    }
+
+    /// The interrupt lines of the devices that have one, and whether each is asserted; the
+    /// lines are no longer stale.
+    pub fn take_lines(&mut self) -> impl Iterator<Item = (u32, bool)> + '_ {
+        self.lines_stale = false;
+        self.devices.iter().filter_map(|d| {
             let level = match &d.model {
                 Model::Uart(uart) => uart.irq_pending(),
                 Model::Test(_) => false,
             };
             d.irq.map(|irq| (irq, level))
-        }))
+        })
     }
 
     /// Whether the VM has a console UART (its first PL011), which receives console input.
