@@ -446,11 +446,11 @@ const PROBE_SPI: &[Expect] = &[
 /// fabric preempted and reconfigured at least once, refused nothing, the RTOS's worst
 /// allocation latency is within eq. 5's bound, and neither FreeRTOS missed a release.
 const OFDM: &[Expect] = &[
-    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=4 frames=4 ok=4 bad=0 *"),
-    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=4 frames=4 ok=4 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=qam64 model=native jobs=8 frames=16 ok=8 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=fft1024 model=guest jobs=8 frames=16 ok=8 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=fft512 model=guest jobs=8 frames=16 ok=8 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=8 frames=8 ok=8 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=8 frames=8 ok=8 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=qam64 model=native jobs=12 frames=36 ok=12 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=fft1024 model=guest jobs=12 frames=36 ok=12 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=fft512 model=guest jobs=12 frames=36 ok=12 bad=0 *"),
     Expect::Line("[rtos] ofdm: done; rt: samples=* misses=0"),
     Expect::Line("[gpos] ofdm: done; rt: samples=* misses=0"),
     Expect::Line("[partita] fabric: requests=* preemptions=* reconfigurations=* refused=0 *"),
@@ -462,11 +462,36 @@ const OFDM: &[Expect] = &[
     Expect::NoLine(PANIC),
 ];
 
+/// Linux's user-space program on the fabric beside the RTOS's OFDM tasks
+/// (configs/tests/ofdm-linux.toml): `partita-ofdm` maps its interface pages and buffers from
+/// /dev/mem and runs QAM-16 and QAM-64 jobs in the native model, each checked against its
+/// software reference; FreeRTOS keeps every result right and `misses=0`.
+const OFDM_LINUX_JOB: &str = "set -e; partita-ofdm 0x0a000000 0x50000000 qam16 6 2; \
+    partita-ofdm 0x0a001000 0x50400000 qam64 6 2";
+const OFDM_LINUX: &[Expect] = &[
+    Expect::Line("[linux] partita-ofdm: function=qam16 jobs=6 frames=12 ok=6 bad=0 *"),
+    Expect::Line("[linux] partita-ofdm: function=qam64 jobs=6 frames=12 ok=6 bad=0 *"),
+    Expect::Line("[linux] partita: job exit 0"),
+    Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=12 frames=12 ok=12 bad=0 *"),
+    Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=12 frames=12 ok=12 bad=0 *"),
+    Expect::Line("[rtos] ofdm: done; rt: samples=* misses=0"),
+    Expect::Line("[partita] fabric: requests=* refused=0 *"),
+    Expect::Line("[partita] fabric: frame_worst_ns=* rtos_alloc_worst_ns=* within=true"),
+    Expect::Line("[partita] all VMs powered off"),
+    Expect::NoLine("[partita] vm *: fault*"),
+    Expect::NoLine(PANIC),
+];
+
 /// The fabric's hostile probes beside the RTOS's OFDM tasks (configs/tests/hostile-fabric.toml):
-/// every probe held (interfaces not its own abort, DMA outside the VM is refused), and
-/// FreeRTOS got every result right without a miss.
+/// every probe held (interfaces not its own abort, DMA outside the VM is refused, a request
+/// storm is contained, writes into a suspended job's saved context are dropped and the job
+/// resumes right), and FreeRTOS got every result right without a miss.
 const HOSTILE_FABRIC: &[Expect] = &[
-    Expect::Line("[prober] hostile: done, 2 probes, 0 breaches"),
+    Expect::Line("[prober] hostile: done, 4 probes, 0 breaches"),
+    Expect::Line("[prober] fabric: storm rounds=* unconnected_writes=*"),
+    Expect::Line("[prober] hostile: probe 03 request-storm: contained ok"),
+    Expect::Line("[prober] fabric: tampered with the suspended * job's context, 256 words"),
+    Expect::Line("[prober] hostile: probe 04 context-tamper: ignored ok"),
     Expect::NoLine("[prober] hostile: probe * BREACH *"),
     Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=12 frames=12 ok=12 bad=0 *"),
     Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=12 frames=12 ok=12 bad=0 *"),
@@ -1229,6 +1254,16 @@ pub const SCENARIOS: &[Scenario] = &[
         end: End::Exit(0),
         timeout_secs: 300,
         expect: OFDM,
+    },
+    Scenario {
+        name: "ofdm-linux",
+        boot: Boot::Partita("configs/tests/ofdm-linux.toml"),
+        job: Some(OFDM_LINUX_JOB),
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::Exit(0),
+        timeout_secs: 600,
+        expect: OFDM_LINUX,
     },
     Scenario {
         name: "hostile-fabric",

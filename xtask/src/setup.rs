@@ -232,11 +232,14 @@ fn missing_file_hint(error: &str) -> String {
 fn prepare_guests() -> Result<()> {
     let guest = crate::linux::prepare(&crate::paths::cache_dir())?;
     let with_ivc = crate::linux::prepare_ivc(&crate::paths::cache_dir(), &guest)?;
+    let with_ofdm = crate::linux::prepare_ofdm(&crate::paths::cache_dir(), &guest)?;
     step(format!(
-        "setup: Linux guest ready: {} and {} ({} with the IVC module and command)",
+        "setup: Linux guest ready: {} and {} ({} with the IVC module and command, {} with \
+         partita-ofdm)",
         crate::paths::shown(&guest.kernel).display(),
         crate::paths::shown(&guest.initramfs).display(),
-        crate::paths::shown(&with_ivc).display()
+        crate::paths::shown(&with_ivc).display(),
+        crate::paths::shown(&with_ofdm).display()
     ));
     Ok(())
 }

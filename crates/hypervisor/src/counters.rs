@@ -97,6 +97,14 @@ struct CpuWords {
     kind: AtomicU64,
     /// 1 + the index of the VM the last exit (or wake-up) injected into; 0: none.
     injected: AtomicU64,
+    /// Clock at the data-abort vector of the exit the general path is handling
+    /// (`abort_taken`): where the fabric's T_trap starts.
+    abort_at: AtomicU64,
+    /// Clock when the fabric answered a request on this CPU, until the next entry (0: none):
+    /// T_resume ends there.
+    answered_at: AtomicU64,
+    /// T_resume's samples on this CPU: count, min, sum, max.
+    resume: [AtomicU64; 4],
 }
 
 /// Owner before the first entry: building VMs is not charged to any.
@@ -112,6 +120,9 @@ static CPUS: [CpuWords; MAX_CPUS] = [const {
         owner: AtomicU64::new(BOOT),
         kind: AtomicU64::new(NO_PATH),
         injected: AtomicU64::new(0),
+        abort_at: AtomicU64::new(0),
+        answered_at: AtomicU64::new(0),
+        resume: [const { AtomicU64::new(0) }; 4],
     }
 }; MAX_CPUS];
 
@@ -198,12 +209,52 @@ fn charge_el2(at: usize, now: u64, entering: usize) {
     }
 }
 
+/// The clock (ns of virtual time under `-icount`, 1 ns steps).
+pub fn clock_ns() -> u64 {
+    clock()
+}
+
+/// A data abort taken at `start` (the vector's clock) goes to the general path.
+pub fn abort_taken(start: u64) {
+    cpu().abort_at.store(start, Ordering::Relaxed);
+}
+
+/// Time since the data-abort vector of the exit being handled (T_trap's end).
+pub fn since_abort() -> u64 {
+    clock().wrapping_sub(cpu().abort_at.load(Ordering::Relaxed))
+}
+
+/// The fabric answered a request on this CPU: T_resume runs until the next entry.
+pub fn answered() {
+    cpu().answered_at.store(clock(), Ordering::Relaxed);
+}
+
+/// T_resume over every CPU: from the fabric's answer to the world switch's entry.
+pub fn resume_stats() -> PathStats {
+    let mut all = PathStats::default();
+    for cpu in &CPUS {
+        let w = &cpu.resume;
+        all.merge(&PathStats {
+            count: w[0].load(Ordering::Relaxed),
+            min: w[1].load(Ordering::Relaxed),
+            sum: w[2].load(Ordering::Relaxed),
+            max: w[3].load(Ordering::Relaxed),
+        });
+    }
+    all
+}
+
 /// VM `vm`'s vCPU is about to enter the world switch. This CPU's index is read once (every
 /// general entry passes here).
 pub fn entering(vm: usize) {
     let now = clock();
     let at = cpu_index();
     let cpu = &CPUS[at];
+    let answered = cpu.answered_at.load(Ordering::Relaxed);
+    if answered != 0 {
+        cpu.answered_at.store(0, Ordering::Relaxed);
+        fold_at(&cpu.resume, 0, now.wrapping_sub(answered));
+    }
     charge_el2(at, now, vm);
     let length = now.wrapping_sub(cpu.mark.load(Ordering::Relaxed));
     let owner = cpu.owner.load(Ordering::Relaxed);
@@ -250,7 +301,7 @@ fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
 
 /// The path whose first word is at `at`, as its words hold it.
 #[inline]
-fn words_at(w: &[AtomicU64; WORDS], at: usize) -> PathStats {
+fn words_at(w: &[AtomicU64], at: usize) -> PathStats {
     PathStats {
         count: w[at].load(Ordering::Relaxed),
         min: w[at + 1].load(Ordering::Relaxed),
@@ -267,7 +318,7 @@ fn fold(w: &[AtomicU64; WORDS], first: Counter, ns: u64) {
 
 /// Folds one sample into the path of `w` whose first word is at `at`.
 #[inline]
-fn fold_at(w: &[AtomicU64; WORDS], at: usize, ns: u64) {
+fn fold_at(w: &[AtomicU64], at: usize, ns: u64) {
     let mut stats = words_at(w, at);
     stats.add(ns);
     w[at].store(stats.count, Ordering::Relaxed);

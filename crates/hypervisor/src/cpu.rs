@@ -56,10 +56,11 @@ pub fn run(cpu: usize) -> ! {
     }
     let board = config.board.platform.board();
     gic::init_cpu(board, cpu);
+    // The fabric CPU times Table 4's parts with the counters' clock too.
+    crate::counters::init_cpu();
     if crate::fabric::is_fabric_cpu(cpu) {
         crate::fabric::run(board);
     }
-    crate::counters::init_cpu();
     scheduler::enable_for_vms(board, cpu);
     let owner = mine
         .iter()

@@ -25,7 +25,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::lock::Mutex;
+use crate::lock::FairMutex;
 use partita_core::accel::functions::Function;
 use partita_core::accel::interface::{int_ctrl, reg, stat, Context, Signal, SEALED_LEN};
 use partita_core::accel::job::{Job, Registers};
@@ -34,12 +34,14 @@ use partita_core::accel::policy::idle_then_smallest;
 use partita_core::accel::prr::PrrState;
 use partita_core::accel::{DevId, PrrId, VmId};
 use partita_core::config::SystemConfig;
+use partita_core::counters::PathStats;
 use spin::Once;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
 use crate::arch::aarch64::stage2::{InterfacePte, Stage2Map};
 use crate::arch::aarch64::{gic, timer};
 use crate::beat;
+use crate::counters;
 use crate::memory;
 use crate::println;
 
@@ -89,6 +91,52 @@ pub struct Stats {
     /// Worst allocation latency of a highest-priority request (trap to connection), and
     /// the bound of eq. 5 for it.
     pub rtos_alloc_worst_ns: u64,
+    /// Ker-ONE's Table 4, measured (`Part`); T_resume is `counters::resume_stats`.
+    pub parts: [PathStats; PARTS.len()],
+}
+
+/// The atomic costs of Ker-ONE's Table 4 as Partita measures them (counters' clock, ns; each
+/// from after the manager's lock is taken, so no wait for it is counted):
+/// - `trap`: the data-abort vector to `request` (the world switch out, the short exit's
+///   checks, the exit's decoding);
+/// - `resume`: the answer to the world switch's entry (`counters::answered`);
+/// - `pl_irq`: the fabric CPU taking the manager's lock for an event it saw itself (a load
+///   over, a consistency point): Partita has no PL interrupt, its fabric CPU is the monitor;
+/// - `search`: `Manager::request` (the policy's search and the solution's actions);
+/// - `solution1..3`: carrying the actions out (a permission bit, STAT, a wake-up; the load
+///   started; the stop, the disconnection and its TLB invalidation);
+/// - `irq_pcap`: a load's end (`Manager::reconfigured` and its connection);
+/// - `irq_stop`: a consistency point (the context sealed into the page, the region switched,
+///   the next client connected).
+#[derive(Clone, Copy)]
+enum Part {
+    Trap,
+    Resume,
+    PlIrq,
+    Search,
+    Solution1,
+    Solution2,
+    Solution3,
+    IrqPcap,
+    IrqStop,
+}
+
+const PARTS: [&str; 9] = [
+    "trap",
+    "resume",
+    "pl_irq",
+    "search",
+    "solution1",
+    "solution2",
+    "solution3",
+    "irq_pcap",
+    "irq_stop",
+];
+
+impl Stats {
+    fn part(&mut self, part: Part, ns: u64) {
+        self.parts[part as usize].add(ns);
+    }
 }
 
 struct State {
@@ -113,11 +161,16 @@ pub struct Fabric {
     key: u64,
     top_priority: u8,
     config: &'static SystemConfig,
-    state: Mutex<State>,
+    state: FairMutex<State>,
     /// Per VM: bit `d` when device `d`'s interrupt is due.
     pending: Vec<AtomicU64>,
 
     vm_cpu: Vec<u8>,
+    /// Bit `c` when CPU `c` is due a `FABRIC_SGI` (`ring`).
+    doorbells: AtomicU64,
+    /// Bit `c` when CPU `c` runs a VM that shares the fabric and is not of the highest
+    /// priority: its guest gets a beat (`guest_beat`).
+    beat_cpus: u64,
     cpu_pending: [AtomicBool; MAX_CPUS],
     /// Per CPU: an interface one of its vCPUs waited for in a trapped write is connected.
     writer_wake: [AtomicBool; MAX_CPUS],
@@ -167,6 +220,7 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             })
         })
         .collect();
+    let top_priority = config.vms.iter().map(|v| v.priority).max().unwrap_or(0);
     FABRIC.call_once(|| Fabric {
         cpu: f.cpu,
         devs,
@@ -178,9 +232,9 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             .collect(),
         irqs: f.accelerators.iter().map(|a| a.irq).collect(),
         key,
-        top_priority: config.vms.iter().map(|v| v.priority).max().unwrap_or(0),
+        top_priority,
         config,
-        state: Mutex::new(State {
+        state: FairMutex::new(State {
             manager: Manager::new(spec, idle_then_smallest),
             interfaces,
             regions: (0..f.regions.len()).map(|_| Region::default()).collect(),
@@ -194,6 +248,19 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             .iter()
             .map(|vm| vm.cpus.first().copied().unwrap_or(0))
             .collect(),
+        doorbells: AtomicU64::new(0),
+        beat_cpus: config
+            .vms
+            .iter()
+            .enumerate()
+            .filter(|(vm, c)| {
+                c.priority < top_priority
+                    && f.accelerators
+                        .iter()
+                        .any(|a| a.vms.iter().any(|v| *v == config.vms[*vm].name))
+            })
+            .flat_map(|(_, c)| c.cpus.iter())
+            .fold(0, |mask, &cpu| mask | 1 << cpu),
         cpu_pending: [const { AtomicBool::new(false) }; MAX_CPUS],
         writer_wake: [const { AtomicBool::new(false) }; MAX_CPUS],
     });
@@ -202,6 +269,24 @@ pub fn init(config: &'static SystemConfig, key: u64) {
 /// The fabric, if the configuration has one.
 fn get() -> Option<&'static Fabric> {
     FABRIC.get()
+}
+
+/// How far apart the guest beat's exits are (ns of virtual time).
+const GUEST_BEAT_NS: u64 = 20_000;
+
+/// `deadline` (counter ticks), or earlier the guest beat's next exit when CPU `cpu` runs a
+/// VM that shares the fabric below the highest priority. Under QEMU's `-icount` round robin
+/// such a guest polling its interface pages, or storming them, without an exit would keep
+/// its turn for tens of ms, and every other CPU (the RTOS's, the fabric's) would wait for
+/// it (docs/accelerators.md); the beat's exit ends the turn. On hardware it costs that CPU
+/// one timer exit per beat.
+pub fn guest_beat(cpu: usize, now: u64, deadline: Option<u64>) -> Option<u64> {
+    if get().is_none_or(|f| f.beat_cpus >> cpu.min(63) & 1 == 0) {
+        return deadline;
+    }
+    let ticks = (u128::from(GUEST_BEAT_NS) * u128::from(timer::frequency().max(1)))
+        .div_ceil(1_000_000_000) as u64;
+    Some(deadline.map_or(now + ticks, |d| d.min(now + ticks)))
 }
 
 /// Whether `cpu` is the fabric's.
@@ -249,6 +334,7 @@ pub enum Requested {
 /// fabric only reads it, and it chooses the programming model before the answer.
 pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Requested> {
     let f = get()?;
+    let trapped = counters::since_abort();
     let start = now_ns();
     let cfg = f.config.fabric.as_ref()?;
     let dev = cfg
@@ -256,6 +342,7 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         .iter()
         .position(|a| ipa >= a.base && ipa < a.base + 0x1000)?;
     let mut st = f.state.lock();
+    let locked = counters::clock_ns();
     let slot = vm * f.devs + dev;
     if !matches!(st.interfaces.get(slot), Some(Some(_))) {
         return None;
@@ -265,11 +352,12 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         write32(page + reg::INT_CTRL, value);
     }
     let (vmid, devid) = (vm as VmId, dev as DevId);
-    let already = st.manager.connected(vmid, devid).is_some();
     let mut out = Actions::new();
     let answer = st.manager.request(vmid, devid, start, &mut out);
-    if already {
-        // A stale read-only TLB entry of a page that is writable already.
+    let searched = counters::clock_ns();
+    if answer == Answer::Connected && out.is_empty() {
+        // Connected already (the manager did nothing): a stale read-only TLB entry of a
+        // page that is writable already.
         if let Some(Some(Interface { pte: Some(pte), .. })) = st.interfaces.get(slot) {
             pte.invalidate();
         }
@@ -282,6 +370,15 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         .any(|a| matches!(a, Action::Stop { .. } | Action::Disconnect { .. }));
     f.perform(&mut st, &out, start);
     if fresh {
+        let solved = counters::clock_ns();
+        let solution = match (preempt, reconfig) {
+            (true, _) => Part::Solution3,
+            (false, true) => Part::Solution2,
+            (false, false) => Part::Solution1,
+        };
+        st.stats.part(Part::Trap, trapped);
+        st.stats.part(Part::Search, searched - locked);
+        st.stats.part(solution, solved - searched);
         st.stats.requests += 1;
         if answer == Answer::Waiting {
             st.requested_at[slot] = Some(start);
@@ -297,14 +394,20 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         *p = (p.0 + 1, p.1 + spent, p.2.max(spent));
     }
     let guest_model = read32(page + reg::INT_CTRL) & int_ctrl::ON_SIGNAL != 0;
-    Some(match answer {
+    let requested = match answer {
         Answer::Connected => Requested::Retry,
         Answer::Waiting | Answer::NoInterface if guest_model => Requested::Dropped,
         Answer::Waiting | Answer::NoInterface => {
             st.native_waiting[slot] = Some(cpu);
             Requested::Waiting
         }
-    })
+    };
+    drop(st);
+    f.ring();
+    if fresh && requested != Requested::Waiting {
+        counters::answered();
+    }
+    Some(requested)
 }
 
 /// VM `vm`'s boot ends: its accelerators are released (disconnected, its requests and
@@ -316,6 +419,7 @@ pub fn release(vm: usize) {
     let mut out = Actions::new();
     st.manager.release_vm(vm as VmId, now, &mut out);
     f.perform(&mut st, &out, now);
+    f.ring();
     for dev in 0..f.devs {
         st.requested_at[vm * f.devs + dev] = None;
         st.native_waiting[vm * f.devs + dev] = None;
@@ -395,6 +499,17 @@ pub fn print_stats() {
             worst
         );
     }
+    let mut parts = s.parts;
+    parts[Part::Resume as usize].merge(&counters::resume_stats());
+    for (name, p) in PARTS.iter().zip(parts.iter()) {
+        println!(
+            "fabric: part={name} n={} min_ns={} mean_ns={} max_ns={}",
+            p.count,
+            p.min,
+            p.mean(),
+            p.max
+        );
+    }
     println!(
         "fabric: frame_worst_ns={} rtos_alloc_worst_ns={} rtos_alloc_bound_ns={} within={}",
         s.frame_worst_ns,
@@ -433,14 +548,16 @@ impl Fabric {
         partita_core::accel::timing::alloc_wcet(paths, frame, rcfg) + frame
     }
 
-    /// A vCPU of CPU `cpu` waits in a trapped write to a page connected now: the CPU wakes it.
+    /// A vCPU of CPU `cpu` waits in a trapped write to a page connected now: the CPU wakes it
+    /// (at the next `ring`).
     fn wake_writer(&self, cpu: u8) {
         if let Some(flag) = self.writer_wake.get(usize::from(cpu)) {
             flag.store(true, Ordering::Release);
-            gic::send_sgi(FABRIC_SGI as u8, cpu);
+            self.doorbells.fetch_or(1 << cpu, Ordering::Release);
         }
     }
 
+    /// Device `dev`'s interrupt is due in VM `vm`: its CPU raises it (at the next `ring`).
     fn raise(&self, vm: VmId, dev: DevId) {
         let vm = usize::from(vm);
         if let Some(word) = self.pending.get(vm) {
@@ -449,7 +566,19 @@ impl Fabric {
             if let Some(flag) = self.cpu_pending.get(usize::from(cpu)) {
                 flag.store(true, Ordering::Release);
             }
-            gic::send_sgi(FABRIC_SGI as u8, cpu);
+            self.doorbells.fetch_or(1 << cpu, Ordering::Release);
+        }
+    }
+
+    /// Sends `FABRIC_SGI` to every CPU a wake-up or an interrupt is due on. Called once the
+    /// work that made them due is done (and timed): an SGI to another CPU ends this CPU's
+    /// turn under `-icount`, which would count the other CPUs' instructions in the window.
+    fn ring(&self) {
+        let mut cpus = self.doorbells.swap(0, Ordering::AcqRel);
+        while cpus != 0 {
+            let cpu = cpus.trailing_zeros();
+            cpus &= cpus - 1;
+            gic::send_sgi(FABRIC_SGI as u8, cpu as u8);
         }
     }
 
@@ -481,13 +610,15 @@ impl Fabric {
                     let mut status = read32(page + reg::STAT) & !(stat::SUSPENDED | stat::BUSY);
                     if resume {
                         let mut sealed = [0u8; SEALED_LEN];
-                        for (i, b) in sealed.iter_mut().enumerate() {
-                            // SAFETY: inside the page's context area (see `read32`).
-                            *b = unsafe {
+                        for (i, chunk) in sealed.chunks_exact_mut(8).enumerate() {
+                            // SAFETY: an aligned double word inside the page's context area
+                            // (see `read32`).
+                            let word = unsafe {
                                 core::ptr::read_volatile(
-                                    (page + reg::CONTEXT + i as u64) as *const u8,
+                                    (page + reg::CONTEXT + 8 * i as u64) as *const u64,
                                 )
                             };
+                            chunk.copy_from_slice(&word.to_le_bytes());
                         }
                         let function = self.functions[usize::from(dev)];
                         let job = Context::open(&sealed, self.key)
@@ -550,12 +681,16 @@ impl Fabric {
                         if let Some(pte) = &iface.pte {
                             pte.set_writable(false);
                         }
-                        for (i, b) in context.seal(self.key).iter().enumerate() {
-                            // SAFETY: inside the page's context area (see `read32`).
+                        let sealed = context.seal(self.key);
+                        for (i, chunk) in sealed.chunks_exact(8).enumerate() {
+                            let mut word = [0u8; 8];
+                            word.copy_from_slice(chunk);
+                            // SAFETY: an aligned double word inside the page's context area
+                            // (see `read32`).
                             unsafe {
                                 core::ptr::write_volatile(
-                                    (iface.page + reg::CONTEXT + i as u64) as *mut u8,
-                                    *b,
+                                    (iface.page + reg::CONTEXT + 8 * i as u64) as *mut u64,
+                                    u64::from_le_bytes(word),
                                 )
                             };
                         }
@@ -616,11 +751,13 @@ pub fn run(board: &partita_core::board::Board) -> ! {
     loop {
         beat::keep();
         let now = now_ns();
+        let seen = counters::clock_ns();
         // The earliest time something is due here: a load, a hold's expiry, a frame's end.
         let mut next: Option<u64> = None;
         let mut due = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         {
             let mut st = f.state.lock();
+            let locked = counters::clock_ns();
             let mut out = Actions::new();
             if st.manager.next_expiry().is_some_and(|t| t <= now) {
                 st.manager.expire(now, &mut out);
@@ -637,10 +774,14 @@ pub fn run(board: &partita_core::board::Board) -> ! {
                     *hw = Hardware::default();
                 }
                 if st.regions[p].reconfig_until.is_some_and(|t| t <= now) {
+                    let handling = counters::clock_ns();
                     st.regions[p].reconfig_until = None;
                     let mut out = Actions::new();
                     st.manager.reconfigured(prr, now, &mut out);
                     f.perform(&mut st, &out, now);
+                    st.stats.part(Part::PlIrq, locked - seen);
+                    st.stats
+                        .part(Part::IrqPcap, counters::clock_ns() - handling);
                 }
                 if let Some(t) = st.regions[p].reconfig_until {
                     due(t);
@@ -660,6 +801,7 @@ pub fn run(board: &partita_core::board::Board) -> ! {
                 }
             }
         }
+        f.ring();
         // One piece of work of one region per round, the regions in turn: a frame computed,
         // or a computed frame committed at its time.
         let mut worked = false;
@@ -671,6 +813,7 @@ pub fn run(board: &partita_core::board::Board) -> ! {
                 break;
             }
         }
+        f.ring();
         if !worked {
             for h in &hw {
                 if let Some(c) = &h.computed {
@@ -771,7 +914,9 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
         hw.computed = Some(computed);
         return false;
     }
+    let seen = counters::clock_ns();
     let mut st = f.state.lock();
+    let locked = counters::clock_ns();
     if st.regions[usize::from(prr)].running != Some((vm, dev))
         || st.regions[usize::from(prr)].dropped
     {
@@ -809,6 +954,7 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
         return true;
     }
     if st.manager.prr(prr).map(|d| d.state) == Some(PrrState::Preempt) {
+        let handling = counters::clock_ns();
         st.regions[usize::from(prr)].saving = Some(job.context());
         st.regions[usize::from(prr)].running = None;
         *hw = Hardware::default();
@@ -817,6 +963,9 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
         let mut out = Actions::new();
         st.manager.switched(prr, true, now, &mut out);
         f.perform(&mut st, &out, now);
+        st.stats.part(Part::PlIrq, locked - seen);
+        st.stats
+            .part(Part::IrqStop, counters::clock_ns() - handling);
         return true;
     }
     hw.job = Some((vm, dev, job));

@@ -27,3 +27,8 @@ pub fn yield_cpu() {
 
 pub type Mutex<T> = spin::mutex::SpinMutex<T, Yield>;
 pub type MutexGuard<'a, T> = spin::mutex::SpinMutexGuard<'a, T, Yield>;
+
+/// A lock served in the order it was asked for (a ticket lock), for state that one CPU may
+/// take again and again while another waits: the fabric's manager, which a VM's request
+/// storm takes in every trap (docs/accelerators.md). The waiter yields as `Mutex`'s does.
+pub type FairMutex<T> = spin::mutex::TicketMutex<T, Yield>;

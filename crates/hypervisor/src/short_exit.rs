@@ -85,8 +85,14 @@ impl ShortExitHandler for ShortExit<'_> {
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> DataAbort {
         let mut hw = self.shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
-            Done::No => return DataAbort::General,
-            Done::Unsaved => return DataAbort::AllRegisters,
+            Done::No => {
+                crate::counters::abort_taken(start);
+                return DataAbort::General;
+            }
+            Done::Unsaved => {
+                crate::counters::abort_taken(start);
+                return DataAbort::AllRegisters;
+            }
             Done::Yes { data_write } => data_write,
             Done::LineChanged { data_write } => {
                 update_lines(self.shared, self.vgic, self.vcpu, &mut hw);

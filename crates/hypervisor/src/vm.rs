@@ -499,6 +499,11 @@ impl Vm {
                 rebuild.region += 1;
                 rebuild.offset = 0;
             }
+            // Under QEMU's -icount round robin a CPU keeps its turn until it exits, yields
+            // or arms a timer: building a large VM at EL2 (a Linux of 288 MiB: about 66 ms)
+            // would hold every other CPU, an RTOS's too (docs/accelerators.md). A hint, with
+            // no effect on hardware.
+            crate::lock::yield_cpu();
             return false;
         }
         builder.rebuild = None;

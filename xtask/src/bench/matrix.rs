@@ -34,6 +34,9 @@ pub enum Guest {
     /// FreeRTOS and Linux talking over their channel (BENCHMARKS.md 9): Linux runs
     /// `IVC_EXPERIMENTS` with `partita-ivc`, FreeRTOS answers.
     Ivc,
+    /// The OFDM experiment (issue 14): FreeRTOS VMs commanding the reconfigurable fabric's
+    /// accelerators; Partita's fabric figures and the tasks' lines are its results.
+    Fabric,
 }
 
 impl Guest {
@@ -42,6 +45,7 @@ impl Guest {
             Guest::Linux => "linux",
             Guest::FreeRtos => "freertos",
             Guest::Ivc => "ivc",
+            Guest::Fabric => "fabric",
         }
     }
 }
@@ -81,6 +85,9 @@ pub enum Boot {
     /// CPU, so the report can show an injection's and a vCPU switch's cost against the
     /// number of VMs and CPUs.
     Scale { vms: u8, cpus: u8 },
+    /// Partita with this configuration file's fabric and its FreeRTOS VMs running the OFDM
+    /// experiment (configs/ofdm.toml); the run ends when they power off.
+    Fabric(&'static str),
 }
 
 /// The Linux experiments of the `shared-demo` row.
@@ -228,7 +235,7 @@ const TWO_RTOS: &str = "configs/tests/two-rtos.toml";
 const MIXED: &str = "configs/mixed.toml";
 const MIXED_MIGRATE: &str = "configs/tests/mixed-migrate.toml";
 
-pub const ROWS: [Row; 37] = [
+pub const ROWS: [Row; 38] = [
     Row {
         config: "native",
         guest: Guest::Linux,
@@ -318,7 +325,16 @@ pub const ROWS: [Row; 37] = [
         guest: Guest::Ivc,
         boot: Boot::Partita(SPLIT),
     },
+    Row {
+        config: "ofdm",
+        guest: Guest::Fabric,
+        boot: Boot::Fabric(OFDM),
+    },
 ];
+
+/// Ker-ONE's OFDM set-up (issue 14): three regions, four accelerators, an RTOS VM with two
+/// periodic tasks and a GPOS VM with three.
+const OFDM: &str = "configs/ofdm.toml";
 
 /// Experiments of BENCHMARKS.md this suite does not run yet in any configuration:
 /// (guest, what, why).
@@ -349,8 +365,9 @@ pub const EXPERIMENTS_NOT_RUN: [(&str, &str, &str); 2] = [
 /// migration, `mixed-<load>` and `mixed-migrate-<load>` FreeRTOS's latency there;
 /// `two-rtos-hackbench` the lower FreeRTOS's latency below a FreeRTOS running the demo,
 /// beside Linux's hackbench, all on one pCPU (configs/tests/two-rtos.toml, issue 16);
-/// `scale-<n>vm-<m>cpu` the scale axis (`scale_config`).
-pub const CONFIGS: [&str; 35] = [
+/// `scale-<n>vm-<m>cpu` the scale axis (`scale_config`); `ofdm` Ker-ONE's OFDM experiment on
+/// the reconfigurable fabric (configs/ofdm.toml, issue 14).
+pub const CONFIGS: [&str; 36] = [
     "native",
     "solo",
     "xen-solo",
@@ -386,6 +403,7 @@ pub const CONFIGS: [&str; 35] = [
     "scale-2vm-3cpu",
     "scale-2vm-4cpu",
     "scale-4vm-4cpu",
+    "ofdm",
 ];
 
 /// Each Partita FreeRTOS configuration and its Xen counterpart (the same guest alone, or
@@ -837,6 +855,18 @@ mod tests {
             // One guest only: FreeRTOS beside a load or alone under Xen; Linux beside the
             // demo, or alone under Xen (`xen`). IVC rows measure the exchange.
             let ivc = config.ends_with("-ivc");
+            // The OFDM experiment is its own guest's only row.
+            let fabric = config == "ofdm";
+            assert_eq!(
+                ROWS.iter()
+                    .filter(|r| r.config == config && r.guest == Guest::Fabric)
+                    .count(),
+                usize::from(fabric),
+                "{config} fabric"
+            );
+            if fabric {
+                continue;
+            }
             // Linux only: the SMP rows have no FreeRTOS counterpart.
             let linux_only = ["native-smp", "smp", "mixed", "mixed-migrate"].contains(&config);
             let beside = !ivc && (freertos_only(config) || config == "xen" || linux_only);

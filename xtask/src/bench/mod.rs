@@ -5,6 +5,7 @@
 //! output folder. It never edits sources or configurations; everything it writes goes to
 //! the output folder and `build/bench/`.
 
+mod accel;
 mod console;
 mod formula;
 mod matrix;
@@ -58,7 +59,7 @@ pub fn board_named(name: &str) -> Result<Platform> {
 fn deadline(mode: Mode, guest: Guest) -> Duration {
     Duration::from_secs(match (mode, guest) {
         (Mode::Quick, Guest::Linux | Guest::Ivc) => 1_200,
-        (Mode::Quick, Guest::FreeRtos) => 900,
+        (Mode::Quick, Guest::FreeRtos | Guest::Fabric) => 900,
         (Mode::Full, _) => 3_600,
     })
 }
@@ -69,7 +70,8 @@ fn config_file(boot: &Boot) -> Option<&'static str> {
         Boot::Partita(file)
         | Boot::PartitaSmp(file)
         | Boot::Beside { config: file, .. }
-        | Boot::BesideDemo(file, _) => Some(file),
+        | Boot::BesideDemo(file, _)
+        | Boot::Fabric(file) => Some(file),
         _ => None,
     }
 }
@@ -82,7 +84,7 @@ fn vm_names(boot: &Boot) -> Vec<String> {
         Boot::PartitaFreeRtos => &["freertos"],
         Boot::Partita(_) | Boot::PartitaSmp(_) => &["linux"],
         Boot::BesideDemo(..) => &[runner::BESIDE_RTOS_VM, "linux"],
-        Boot::Beside { config, .. } => return configured_vm_names(config),
+        Boot::Beside { config, .. } | Boot::Fabric(config) => return configured_vm_names(config),
         Boot::Scale { vms, .. } => &matrix::SCALE_VMS[..usize::from(*vms)],
         _ => &[],
     };
@@ -139,7 +141,7 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         .map(|(row, boot)| match row.guest {
             Guest::Linux => matrix::linux_experiments_of(*boot, mode).len(),
             Guest::Ivc => ivc_experiments.len(),
-            Guest::FreeRtos => 1,
+            Guest::FreeRtos | Guest::Fabric => 1,
         })
         .sum();
     let ivc_jobs = matrix::linux_jobs(&ivc_experiments);
@@ -152,7 +154,7 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         let boots: Vec<&str> = match row.guest {
             Guest::Linux => jobs.iter().map(String::as_str).collect(),
             Guest::Ivc => ivc_jobs.iter().map(String::as_str).collect(),
-            Guest::FreeRtos => vec![""],
+            Guest::FreeRtos | Guest::Fabric => vec![""],
         };
         let mut console = String::new();
         let mut worst = None;
@@ -170,8 +172,10 @@ pub fn run(options: &Options) -> Result<PathBuf> {
                 guest: row.guest.name().to_owned(),
                 command: crate::process::describe(&cmd),
             });
-            if row.guest == Guest::FreeRtos {
-                progress.next(row.config, row.guest.name(), "rtos-suite");
+            match row.guest {
+                Guest::FreeRtos => progress.next(row.config, row.guest.name(), "rtos-suite"),
+                Guest::Fabric => progress.next(row.config, row.guest.name(), "ofdm"),
+                Guest::Linux | Guest::Ivc => {}
             }
             // FreeRTOS never stops in an IVC row: the run ends with Linux's job.
             let stop_after: Option<fn(&str) -> bool> = match row.guest {
@@ -253,6 +257,7 @@ fn prepare(measured: &[(&Row, Boot)], cache: &Path) -> Result<()> {
                 | Boot::XenDomU(_)
                 | Boot::BesideDemo(..)
                 | Boot::Scale { .. }
+                | Boot::Fabric(_)
         )
     }) {
         build::binaries()?;
@@ -385,6 +390,14 @@ fn records_of(
             if found.is_empty() {
                 let why = ending.unwrap_or("the guest printed no result lines");
                 missing.push(lost("every experiment", why.to_owned()));
+            }
+            records.extend(found.into_iter().map(|m| m.label(row.config)));
+        }
+        Guest::Fabric => {
+            let found = parse::parse_fabric(console);
+            if found.is_empty() {
+                let why = ending.unwrap_or("Partita printed no fabric figures");
+                missing.push(lost("the OFDM experiment", why.to_owned()));
             }
             records.extend(found.into_iter().map(|m| m.label(row.config)));
         }

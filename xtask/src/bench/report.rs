@@ -27,6 +27,7 @@ pub fn render(results: &Results, plots: &[String]) -> String {
     hypervisor(&mut out, results);
     el2_profile(&mut out, results);
     scale(&mut out, results);
+    super::accel::section(&mut out, results);
     not_measured(&mut out, results);
     plot_list(&mut out, plots);
     provenance(&mut out, results);

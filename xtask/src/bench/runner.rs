@@ -101,6 +101,16 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
             let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
             partita(&image, &system, cpu)
         }
+        Boot::Fabric(config) => {
+            let image = paths::build_dir().join("bench").join("partita.img");
+            let system = build::boot_image(
+                &paths::root().join(config),
+                &image,
+                None,
+                &ConsoleUse::AllTagged,
+            )?;
+            partita(&image, &system, cpu)
+        }
         Boot::Partita(config) | Boot::PartitaSmp(config) | Boot::BesideDemo(config, _) => {
             let image = paths::build_dir().join("bench").join("partita.img");
             let system = build::boot_image(

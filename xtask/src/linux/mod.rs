@@ -13,10 +13,12 @@ mod ivc;
 mod kernel;
 mod libraries;
 mod manifest;
+mod ofdm;
 mod qemu;
 mod rootfs;
 
 pub use ivc::prepare as prepare_ivc;
+pub use ofdm::prepare as prepare_ofdm;
 pub use qemu::{bootargs, bootargs_on, job_bootarg, native_command, NativeOptions, MAX_BOOTARGS};
 
 use anyhow::{Context, Result};

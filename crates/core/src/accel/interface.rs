@@ -105,6 +105,8 @@ pub struct Context {
 const _: () = assert!(reg::SIGNAL + 4 <= reg::CONTEXT);
 const _: () = assert!(reg::CONTEXT + reg::CONTEXT_SIZE <= 0x1000);
 const _: () = assert!(SEALED_LEN as u64 <= reg::CONTEXT_SIZE);
+// Partita moves a sealed context in and out of the page a double word at a time.
+const _: () = assert!(SEALED_LEN.is_multiple_of(8));
 
 const CONTEXT_MAGIC: u32 = 0x4b31_4358; // "XC1K"
 /// Bytes of a sealed context: magic, the fields, and the 64-bit seal.

@@ -140,15 +140,16 @@ impl Manager {
             })
             .collect();
         let n = spec.regions.len();
-        let interfaces =
-            alloc::vec![Interface::default(); spec.priorities.len() * spec.index.len()];
+        let slots = spec.priorities.len() * spec.index.len();
+        let interfaces = alloc::vec![Interface::default(); slots];
         Manager {
             policy,
             prrs,
             next: alloc::vec![None; n],
             loading: alloc::vec![None; n],
             interfaces,
-            search: Vec::new(),
+            // At most one request per interface waits: the list never allocates again.
+            search: Vec::with_capacity(slots),
             spec,
         }
     }

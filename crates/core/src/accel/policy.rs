@@ -57,24 +57,36 @@ pub type Policy = fn(&Request, &[Candidate]) -> Option<Solution>;
 /// preemptable too (the manager hands it over): so a request never waits for two
 /// reconfigurations on behalf of lower priorities.
 pub fn idle_then_smallest(request: &Request, candidates: &[Candidate]) -> Option<Solution> {
-    let best = |method: Method, ok: &dyn Fn(&Candidate) -> bool| {
-        candidates
-            .iter()
-            .filter(|c| ok(c))
-            .min_by_key(|c| (c.size, !c.loaded, c.prr))
-            .map(|c| Solution {
-                prr: c.prr,
-                method,
-                reconfig: !c.loaded,
-            })
+    // One pass: the best Idle region and the best preemptable one, each the smallest, then
+    // one already loaded, then the lowest number.
+    let key = |c: &Candidate| (c.size, !c.loaded, c.prr);
+    let mut idle: Option<&Candidate> = None;
+    let mut preemptable: Option<&Candidate> = None;
+    for c in candidates {
+        let best = if c.state == PrrState::Idle {
+            &mut idle
+        } else if matches!(
+            c.state,
+            PrrState::Busy | PrrState::Hold | PrrState::Preempt | PrrState::Reconfig
+        ) && c.priority.is_some_and(|p| p < request.prio)
+        {
+            &mut preemptable
+        } else {
+            continue;
+        };
+        if best.is_none_or(|b| key(c) < key(b)) {
+            *best = Some(c);
+        }
+    }
+    let (c, method) = match (idle, preemptable) {
+        (Some(c), _) => (c, Method::Assign),
+        (None, Some(c)) => (c, Method::Preempt),
+        (None, None) => return None,
     };
-    best(Method::Assign, &|c| c.state == PrrState::Idle).or_else(|| {
-        best(Method::Preempt, &|c| {
-            matches!(
-                c.state,
-                PrrState::Busy | PrrState::Hold | PrrState::Preempt | PrrState::Reconfig
-            ) && c.priority.is_some_and(|p| p < request.prio)
-        })
+    Some(Solution {
+        prr: c.prr,
+        method,
+        reconfig: !c.loaded,
     })
 }
 

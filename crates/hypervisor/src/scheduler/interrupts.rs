@@ -84,7 +84,11 @@ impl CpuScheduler {
             return true;
         }
         if woke {
-            timer::arm_hyp_timer(self.queue.next_event(now));
+            timer::arm_hyp_timer(fabric::guest_beat(
+                usize::from(self.cpu),
+                now,
+                self.queue.next_event(now),
+            ));
         }
         false
     }

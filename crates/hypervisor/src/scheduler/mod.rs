@@ -31,6 +31,7 @@ use partita_core::sched::{
 use crate::arch::aarch64::{gic, timer};
 use crate::console;
 use crate::counters;
+use crate::fabric;
 use crate::migrate;
 use crate::system::{Stop, System};
 use crate::trap::Outcome;
@@ -263,7 +264,12 @@ impl CpuScheduler {
         let Some(at) = self.switch_to(id, at) else {
             return;
         };
-        timer::arm_hyp_timer(self.queue.next_event(timer::now()));
+        let now = timer::now();
+        timer::arm_hyp_timer(fabric::guest_beat(
+            usize::from(self.cpu),
+            now,
+            self.queue.next_event(now),
+        ));
         loop {
             let vm = &mut self.vms[at];
             let exit = vm.enter();

@@ -5,6 +5,7 @@
 
 mod automotive;
 mod cyclictest;
+mod fabric;
 mod hackbench;
 mod ivc;
 mod partita;
@@ -12,6 +13,7 @@ mod rtos;
 mod stress_ng;
 mod sysbench;
 
+pub use fabric::parse as parse_fabric;
 pub use partita::parse as parse_partita;
 pub use rtos::parse as parse_rtos;
 pub use sysbench::Test as SysbenchTest;

@@ -1,0 +1,79 @@
+//! Linux's program for the reconfigurable accelerators (`guests/linux/ofdm/`,
+//! docs/accelerators.md): `partita-ofdm`, cross-compiled as a static binary to
+//! `/usr/bin/partita-ofdm` in a second cpio archive appended to the guest's base initramfs
+//! (as the IVC tools are, `ivc.rs`): `cache/linux-ofdm/initramfs.cpio`, the initrd of
+//! `configs/tests/ofdm-linux.toml`. It needs no kernel module, so it is built on its own,
+//! from the base initramfs, under its own directory and stamp.
+
+use super::libraries::{Content, Placement};
+use super::rootfs::Rootfs;
+use super::LinuxGuest;
+use crate::process::run;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the program goes in the initramfs (relative, no leading slash).
+const PROGRAM_PATH: &str = "usr/bin/partita-ofdm";
+
+const SOURCE: &str = include_str!("../../../guests/linux/ofdm/partita-ofdm.c");
+
+/// Debian's cross compiler.
+const CROSS_COMPILER: &str = "aarch64-linux-gnu-gcc";
+
+/// The program's build flags (the output path follows `-o`).
+const FLAGS: [&str; 8] = [
+    "-std=gnu11",
+    "-O2",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-static",
+    "-s",
+    "-o",
+];
+
+/// Builds `cache/linux-ofdm/initramfs.cpio` for `base` unless it is current; returns it.
+pub fn prepare(cache: &Path, base: &LinuxGuest) -> Result<PathBuf> {
+    let dir = cache.join("linux-ofdm");
+    let initramfs = dir.join("initramfs.cpio");
+    let stamp = dir.join("prepared.stamp");
+    let base_stamp = std::fs::read_to_string(cache.join("linux").join("prepared.stamp"))
+        .context("the Linux guest is not prepared")?;
+    let text = format!("{base_stamp}--- linux/ofdm/partita-ofdm.c\n{SOURCE}");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(text.as_str()) && initramfs.is_file()
+    {
+        return Ok(initramfs);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let _ = std::fs::remove_file(&stamp);
+    let source = dir.join("partita-ofdm.c");
+    std::fs::write(&source, SOURCE).with_context(|| format!("writing {}", source.display()))?;
+    let program = dir.join("partita-ofdm");
+    run(Command::new(CROSS_COMPILER)
+        .args(FLAGS)
+        .arg(&program)
+        .arg(&source))
+    .context(
+        "building partita-ofdm (is gcc-aarch64-linux-gnu installed? see `cargo xtask setup`)",
+    )?;
+    let mut placement = Placement::default();
+    placement
+        .files
+        .insert(PROGRAM_PATH.into(), Content::Copy(program));
+    let mut overlay = Rootfs::new(super::INIT);
+    overlay.add(&placement)?;
+    let overlay_path = dir.join("overlay.cpio");
+    overlay.write_cpio(&overlay_path)?;
+    let mut bytes = std::fs::read(&base.initramfs)
+        .with_context(|| format!("reading {}", base.initramfs.display()))?;
+    bytes.resize(bytes.len().next_multiple_of(4), 0);
+    bytes.extend(std::fs::read(&overlay_path)?);
+    let partial = initramfs.with_extension("partial");
+    std::fs::write(&partial, &bytes).with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, &initramfs)
+        .with_context(|| format!("writing {}", initramfs.display()))?;
+    println!("linux: {} ({} bytes)", initramfs.display(), bytes.len());
+    std::fs::write(&stamp, text)?;
+    Ok(initramfs)
+}
