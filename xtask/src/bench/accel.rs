@@ -55,11 +55,15 @@ fn paths(p: PathCosts) -> [u64; 4] {
     [p.assign, p.assign_reconfig, p.preempt, p.preempt_reconfig]
 }
 
-/// Table 4 from one statistic of every part (`min` or `mean`), if all were measured.
+/// Table 4 from one statistic of every part (`min` or `mean`), if all were measured (a part
+/// that the run printed with `n=0`, such as no consistency point with a context to save,
+/// was not).
 fn parts(results: &Results, statistic: &str) -> Option<Parts> {
     let get = |name: &str| {
-        results
-            .value(ROW, "fabric/part", &format!("{name}-{statistic}"))
+        let stat = |s: &str| results.value(ROW, "fabric/part", &format!("{name}-{s}"));
+        stat("n")
+            .filter(|n| n.value > 0.0)
+            .and(stat(statistic))
             .map(|r| r.value as u64)
     };
     Some(Parts {
@@ -348,6 +352,13 @@ mod tests {
         let mut out = String::new();
         section(&mut out, &results(&without_stop));
         assert!(out.contains("| 1 | — | — | 2, 800, 864 | 3.03 (2021) | <= 1000 | — |"));
+        let no_stop = CONSOLE.replace(
+            "part=irq_stop n=3 min_ns=1630 mean_ns=26743 max_ns=63406",
+            "part=irq_stop n=0 min_ns=0 mean_ns=0 max_ns=0",
+        );
+        let mut out = String::new();
+        section(&mut out, &results(&no_stop));
+        assert!(out.contains("| 3 | — | — |"), "{out}");
         let mut empty = String::new();
         section(&mut empty, &results(""));
         assert!(empty.is_empty());
