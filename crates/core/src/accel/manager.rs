@@ -216,6 +216,7 @@ impl Manager {
         &mut self.interfaces[i]
     }
 
+    #[inline(always)]
     fn step(&mut self, prr: PrrId, event: PrrEvent) {
         self.changed |= bit(prr);
         let d = &mut self.prrs[usize::from(prr)];
@@ -258,6 +259,7 @@ impl Manager {
     }
 
     /// The regions `request` could use, as the policy sees them.
+    #[inline(always)]
     fn candidates(&self, request: &Request) -> heapless::Vec<Candidate, MAX_REGIONS> {
         let mut cands = heapless::Vec::new();
         for b in &self.spec.index[usize::from(request.dev)] {
