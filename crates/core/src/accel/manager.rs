@@ -414,6 +414,7 @@ impl Manager {
     }
 
     /// Connects `request`'s interface to `prr` (already in Hold).
+    #[inline(always)]
     fn connect(
         &mut self,
         prr: PrrId,
