@@ -864,7 +864,7 @@ pub const SCENARIOS: &[Scenario] = &[
             pattern: "(XEN) DOM1: rt: samples=2000 *",
             count: 1,
         }),
-        timeout_secs: 120,
+        timeout_secs: 300,
         expect: &[
             Expect::Line("(XEN) Using scheduler: SMP Credit Scheduler rev2 (credit2)"),
             Expect::Line("(XEN) *** LOADING DOMU cpus=1 memory=4000KB ***"),

@@ -11,7 +11,8 @@ use partita_core::config::{
     AcceleratorConfig, Access, BitstreamConfig, BoardConfig, ChannelConfig, ChannelMember,
     ConfigError, ConsoleConfig, ConsoleView, DeviceConfig, EndAction, FabricConfig, ImageConfig,
     InitrdConfig, MemoryRegion, RegionConfig, ResetAction, SystemConfig, TimerMode, VmConfig,
-    VmKind, DEFAULT_HOLD_US, DEFAULT_RECONFIG_BYTES_PER_US, DEFAULT_RING_INTERVAL_US,
+    VmKind, DEFAULT_GUEST_BEAT_US, DEFAULT_HOLD_US, DEFAULT_RECONFIG_BYTES_PER_US,
+    DEFAULT_RING_INTERVAL_US,
 };
 use partita_core::sched::DEFAULT_SLICE_US;
 use toml::{Table, Value};
@@ -44,10 +45,11 @@ const PL011_KEYS: [&str; 3] = ["type", "base", "irq"];
 const TESTDEV_KEYS: [&str; 2] = ["type", "base"];
 const CHANNEL_KEYS: [&str; 5] = ["name", "size", "phys", "ring_interval_us", "vm"];
 const CHANNEL_VM_KEYS: [&str; 4] = ["name", "base", "access", "irq"];
-const FABRIC_KEYS: [&str; 5] = [
+const FABRIC_KEYS: [&str; 6] = [
     "cpu",
     "reconfig_bytes_per_us",
     "hold_us",
+    "guest_beat_us",
     "region",
     "accelerator",
 ];
@@ -141,6 +143,9 @@ fn fabric(table: &Table) -> Result<FabricConfig, ConfigError> {
             .optional_u32("reconfig_bytes_per_us")?
             .unwrap_or(DEFAULT_RECONFIG_BYTES_PER_US),
         hold_us: f.optional_u32("hold_us")?.unwrap_or(DEFAULT_HOLD_US),
+        guest_beat_us: f
+            .optional_u32("guest_beat_us")?
+            .unwrap_or(DEFAULT_GUEST_BEAT_US),
         regions,
         accelerators,
         phys: None,

@@ -24,8 +24,8 @@ pub use channel::{
     MAX_MEMBERS, MAX_RING_INTERVAL_US, MIN_RING_INTERVAL_US,
 };
 pub use fabric::{
-    AcceleratorConfig, BitstreamConfig, FabricConfig, RegionConfig, DEFAULT_HOLD_US,
-    DEFAULT_RECONFIG_BYTES_PER_US, MAX_HOLD_US,
+    AcceleratorConfig, BitstreamConfig, FabricConfig, RegionConfig, DEFAULT_GUEST_BEAT_US,
+    DEFAULT_HOLD_US, DEFAULT_RECONFIG_BYTES_PER_US, MAX_HOLD_US,
 };
 pub use placement::{MAX_SLICE_US, MIN_SLICE_US};
 

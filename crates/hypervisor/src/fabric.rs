@@ -169,8 +169,10 @@ pub struct Fabric {
     /// Bit `c` when CPU `c` is due a `FABRIC_SGI` (`ring`).
     doorbells: AtomicU64,
     /// Bit `c` when CPU `c` runs a VM that shares the fabric and is not of the highest
-    /// priority: its guest gets a beat (`guest_beat`).
+    /// priority: its guest gets a beat (`guest_beat`); none when `fabric.guest_beat_us` is 0.
     beat_cpus: u64,
+    /// The guest beat's period in counter ticks (`fabric.guest_beat_us`).
+    beat_ticks: u64,
     cpu_pending: [AtomicBool; MAX_CPUS],
     /// Per CPU: an interface one of its vCPUs waited for in a trapped write is connected.
     writer_wake: [AtomicBool; MAX_CPUS],
@@ -254,13 +256,16 @@ pub fn init(config: &'static SystemConfig, key: u64) {
             .iter()
             .enumerate()
             .filter(|(vm, c)| {
-                c.priority < top_priority
+                f.guest_beat_us != 0
+                    && c.priority < top_priority
                     && f.accelerators
                         .iter()
                         .any(|a| a.vms.iter().any(|v| *v == config.vms[*vm].name))
             })
             .flat_map(|(_, c)| c.cpus.iter())
             .fold(0, |mask, &cpu| mask | 1 << cpu),
+        beat_ticks: (u128::from(f.guest_beat_us) * u128::from(timer::frequency().max(1)))
+            .div_ceil(1_000_000) as u64,
         cpu_pending: [const { AtomicBool::new(false) }; MAX_CPUS],
         writer_wake: [const { AtomicBool::new(false) }; MAX_CPUS],
     });
@@ -271,22 +276,18 @@ fn get() -> Option<&'static Fabric> {
     FABRIC.get()
 }
 
-/// How far apart the guest beat's exits are (ns of virtual time).
-const GUEST_BEAT_NS: u64 = 20_000;
-
-/// `deadline` (counter ticks), or earlier the guest beat's next exit when CPU `cpu` runs a
-/// VM that shares the fabric below the highest priority. Under QEMU's `-icount` round robin
-/// such a guest polling its interface pages, or storming them, without an exit would keep
-/// its turn for tens of ms, and every other CPU (the RTOS's, the fabric's) would wait for
-/// it (docs/accelerators.md); the beat's exit ends the turn. On hardware it costs that CPU
-/// one timer exit per beat.
+/// `deadline` (counter ticks), or earlier the guest beat's next exit (`fabric.guest_beat_us`
+/// apart, unless 0) when CPU `cpu` runs a VM that shares the fabric below the highest
+/// priority. Under QEMU's `-icount` round robin such a guest polling its interface pages,
+/// or storming them, without an exit would keep its turn for tens of ms, and every other
+/// CPU (the RTOS's, the fabric's) would wait for it (docs/accelerators.md); the beat's exit
+/// ends the turn. On hardware it costs that CPU one timer exit per beat, and it may be off.
 pub fn guest_beat(cpu: usize, now: u64, deadline: Option<u64>) -> Option<u64> {
-    if get().is_none_or(|f| f.beat_cpus >> cpu.min(63) & 1 == 0) {
+    let Some(f) = get().filter(|f| f.beat_cpus >> cpu.min(63) & 1 != 0) else {
         return deadline;
-    }
-    let ticks = (u128::from(GUEST_BEAT_NS) * u128::from(timer::frequency().max(1)))
-        .div_ceil(1_000_000_000) as u64;
-    Some(deadline.map_or(now + ticks, |d| d.min(now + ticks)))
+    };
+    let beat = now + f.beat_ticks;
+    Some(deadline.map_or(beat, |d| d.min(beat)))
 }
 
 /// Whether `cpu` is the fabric's.

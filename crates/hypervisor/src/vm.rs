@@ -1064,18 +1064,33 @@ pub fn inject_expired_timer(
 
 /// Moves console input into the VM's console UART and drives the devices' interrupt lines
 /// in the virtual GIC, from vCPU `vcpu` (`vgic`), with the VM's lock held (`hw`).
+/// The lines are visited only when a device may have changed one (an access or received
+/// input since the last visit): the model keeps each line's level, so a visit that finds
+/// them unchanged does nothing. The visit is out of line, so the common case saves no
+/// registers.
+#[inline]
 pub fn update_lines(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
-    if let Some(uart) = hw.devices.console_uart() {
-        input::take(shared.index, |byte| uart.receive(byte));
+    if hw.devices.has_console() {
+        input::take(shared.index, |byte| hw.devices.receive(byte));
     }
+    if hw.devices.lines_stale() {
+        set_lines(vgic, hw);
+    }
+    // Also the vCPUs whose interrupts an earlier fold of list registers changed (`sync`).
+    shared.kick_touched(&mut hw.vgic, vcpu);
+}
+
+/// Tells the virtual GIC the level of every device line (`update_lines`).
+#[cold]
+#[inline(never)]
+fn set_lines(vgic: &mut VirtualGic, hw: &mut Hardware) {
     let Hardware {
         devices,
         vgic: model,
         ..
     } = hw;
-    for (irq, level) in devices.irq_lines() {
+    for (irq, level) in devices.take_lines() {
         // Validation keeps device interrupts among the board's SPIs.
         let _ = vgic.set_level(model, irq, level);
     }
-    shared.kick_touched(model, vcpu);
 }

@@ -55,21 +55,68 @@ fn paths(p: PathCosts) -> [u64; 4] {
     [p.assign, p.assign_reconfig, p.preempt, p.preempt_reconfig]
 }
 
-/// Table 4 from one statistic of every part (`min` or `mean`), if all were measured.
-fn parts(results: &Results, statistic: &str) -> Option<Parts> {
+/// Table 4's parts each path of eq. 6 adds up (`Parts::paths`).
+const PATH_PARTS: [&[&str]; 4] = [
+    &["trap", "search", "resume", "solution1"],
+    &[
+        "trap",
+        "search",
+        "resume",
+        "solution2",
+        "pl_irq",
+        "irq_pcap",
+    ],
+    &[
+        "trap",
+        "search",
+        "resume",
+        "solution3",
+        "pl_irq",
+        "irq_stop",
+        "solution1",
+    ],
+    &[
+        "trap",
+        "search",
+        "resume",
+        "solution3",
+        "pl_irq",
+        "irq_stop",
+        "solution2",
+        "irq_pcap",
+        "solution1",
+    ],
+];
+
+/// The four paths composed from one statistic of the parts (`min` or `mean`): each only if
+/// all its parts were measured (a part that the run printed with `n=0`, such as no
+/// consistency point with a context to save, was not).
+fn composed(results: &Results, statistic: &str) -> [Option<u64>; 4] {
     let get = |name: &str| {
-        results
-            .value(ROW, "fabric/part", &format!("{name}-{statistic}"))
+        let stat = |s: &str| results.value(ROW, "fabric/part", &format!("{name}-{s}"));
+        stat("n")
+            .filter(|n| n.value > 0.0)
+            .and(stat(statistic))
             .map(|r| r.value as u64)
     };
-    Some(Parts {
-        trap: get("trap")?,
-        resume: get("resume")?,
-        pl_irq: get("pl_irq")?,
-        search: get("search")?,
-        solution: [get("solution1")?, get("solution2")?, get("solution3")?],
-        irq_pcap: get("irq_pcap")?,
-        irq_stop: get("irq_stop")?,
+    let part = |name: &str| get(name).unwrap_or(0);
+    let all = paths(
+        Parts {
+            trap: part("trap"),
+            resume: part("resume"),
+            pl_irq: part("pl_irq"),
+            search: part("search"),
+            solution: [part("solution1"), part("solution2"), part("solution3")],
+            irq_pcap: part("irq_pcap"),
+            irq_stop: part("irq_stop"),
+        }
+        .paths(),
+    );
+    std::array::from_fn(|k| {
+        PATH_PARTS[k]
+            .iter()
+            .all(|name| get(name).is_some())
+            .then_some(all[k])
     })
 }
 
@@ -130,8 +177,8 @@ pub fn section(out: &mut String, results: &Results) {
         );
     }
     out.push('\n');
-    let from_min = parts(results, "min").map(|p| paths(p.paths()));
-    let from_mean = parts(results, "mean").map(|p| paths(p.paths()));
+    let from_min = composed(results, "min");
+    let from_mean = composed(results, "mean");
     let _ = writeln!(
         out,
         "Allocation paths of Fig. 15, CPU-side part (eq. 6 without T_RCFG and T_preempt), \
@@ -147,7 +194,7 @@ pub fn section(out: &mut String, results: &Results) {
     );
     for k in 1..=4 {
         let observed = |s: &str| value("fabric/path", &format!("path{k}-{s}"));
-        let min = from_min.map(|p| p[k - 1] as f64);
+        let min = from_min[k - 1].map(|ns| ns as f64);
         let met = match min {
             Some(ns) if ns <= target_ns(k) => "yes",
             Some(_) => "no",
@@ -157,7 +204,7 @@ pub fn section(out: &mut String, results: &Results) {
             out,
             "| {k} | {} | {} | {}, {}, {} | {} ({}) | <= {} | {met} |",
             shown(min),
-            shown(from_mean.map(|p| p[k - 1] as f64)),
+            shown(from_mean[k - 1].map(|ns| ns as f64)),
             shown(observed("n")),
             shown(observed("mean")),
             shown(observed("max")),
@@ -339,7 +386,7 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_cost_leaves_the_paths_unjudged_and_no_row_no_section() {
+    fn a_missing_cost_leaves_the_paths_with_it_unjudged_and_no_row_no_section() {
         let without_stop: String = CONSOLE
             .lines()
             .filter(|l| !l.contains("part=irq_stop"))
@@ -347,7 +394,15 @@ mod tests {
             .collect();
         let mut out = String::new();
         section(&mut out, &results(&without_stop));
-        assert!(out.contains("| 1 | — | — | 2, 800, 864 | 3.03 (2021) | <= 1000 | — |"));
+        assert!(out.contains("| 1 | 995 | 2147 | 2, 800, 864 | 3.03 (2021) | <= 1000 | yes |"));
+        assert!(out.contains("| 3 | — | — |"), "{out}");
+        let no_stop = CONSOLE.replace(
+            "part=irq_stop n=3 min_ns=1630 mean_ns=26743 max_ns=63406",
+            "part=irq_stop n=0 min_ns=0 mean_ns=0 max_ns=0",
+        );
+        let mut out = String::new();
+        section(&mut out, &results(&no_stop));
+        assert!(out.contains("| 3 | — | — |"), "{out}");
         let mut empty = String::new();
         section(&mut empty, &results(""));
         assert!(empty.is_empty());

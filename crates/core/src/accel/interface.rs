@@ -166,9 +166,17 @@ impl Context {
 /// SipHash would be the textbook choice; this keyed FNV-1a mix (key folded in before and
 /// after) is enough here: a VM never sees a sealed context while it can write the area
 /// (the page is read-only while the job is suspended), so the seal guards against a
-/// context written while connected and replayed, not against a cryptanalyst.
+/// context written while connected and replayed, not against a cryptanalyst. It takes a
+/// double word at a time (a consistency point seals a context), each step a bijection of
+/// the state, so changing one word always changes the seal.
 fn keyed_hash(key: u64, bytes: &[u8]) -> u64 {
-    let mut h = fnv1a(FNV_OFFSET ^ key, bytes);
+    let mut h = FNV_OFFSET ^ key;
+    for chunk in bytes.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(FNV_PRIME);
+        h ^= h >> 29;
+    }
     h ^= key.rotate_left(29);
     h.wrapping_mul(FNV_PRIME) ^ (h >> 31)
 }

@@ -117,6 +117,16 @@ pub struct Manager {
     interfaces: Vec<Interface>,
     /// Unsolved requests, highest priority first, first come first within a priority.
     search: Vec<Request>,
+    /// Per device: bit `p % 64` when region `p` has a bitstream for it.
+    compatible: Vec<u64>,
+    /// Bit `p % 64` when region `p` changed what the policy sees of it (its candidate)
+    /// since the search list was last served, or a request was queued untried that it may
+    /// serve: only queued requests compatible with such a region can have a solution now.
+    changed: u64,
+}
+
+fn bit(prr: PrrId) -> u64 {
+    1 << (u32::from(prr) % 64)
 }
 
 fn push(out: &mut Actions, action: Action) {
@@ -142,6 +152,11 @@ impl Manager {
         let n = spec.regions.len();
         let slots = spec.priorities.len() * spec.index.len();
         let interfaces = alloc::vec![Interface::default(); slots];
+        let compatible = spec
+            .index
+            .iter()
+            .map(|bs| bs.iter().fold(0, |mask, b| mask | bit(b.prr)))
+            .collect();
         Manager {
             policy,
             prrs,
@@ -151,6 +166,8 @@ impl Manager {
             // At most one request per interface waits: the list never allocates again.
             search: Vec::with_capacity(slots),
             spec,
+            compatible,
+            changed: 0,
         }
     }
 
@@ -192,14 +209,16 @@ impl Manager {
             .then(|| usize::from(vm) * self.spec.index.len() + usize::from(dev))
     }
 
+    /// The interface of a request or client: `request` checked it exists (`slot`), so only
+    /// its place is computed here.
     fn iface(&mut self, vm: VmId, dev: DevId) -> &mut Interface {
-        match self.slot(vm, dev) {
-            Some(i) => &mut self.interfaces[i],
-            None => panic!("accelerator manager: no interface ({vm}, {dev})"),
-        }
+        let i = usize::from(vm) * self.spec.index.len() + usize::from(dev);
+        &mut self.interfaces[i]
     }
 
+    #[inline(always)]
     fn step(&mut self, prr: PrrId, event: PrrEvent) {
+        self.changed |= bit(prr);
         let d = &mut self.prrs[usize::from(prr)];
         match d.state.next(event) {
             Some(s) => d.state = s,
@@ -240,6 +259,7 @@ impl Manager {
     }
 
     /// The regions `request` could use, as the policy sees them.
+    #[inline(always)]
     fn candidates(&self, request: &Request) -> heapless::Vec<Candidate, MAX_REGIONS> {
         let mut cands = heapless::Vec::new();
         for b in &self.spec.index[usize::from(request.dev)] {
@@ -330,9 +350,10 @@ impl Manager {
                 }
             }
             PrrState::Preempt | PrrState::Reconfig => {
+                self.changed |= bit(prr);
                 if let Some(displaced) = self.next[p].replace(request) {
                     // Back in the queue, where another region may serve it now.
-                    self.enqueue(displaced);
+                    self.enqueue_untried(displaced);
                     self.serve(now, out);
                 }
                 if self.prrs[p].state == PrrState::Reconfig && self.loading[p] != Some(request.dev)
@@ -371,6 +392,7 @@ impl Manager {
     }
 
     fn reconfigure(&mut self, prr: PrrId, dev: DevId, out: &mut Actions) {
+        self.changed |= bit(prr);
         let p = usize::from(prr);
         self.prrs[p].loaded = None;
         self.loading[p] = Some(dev);
@@ -392,6 +414,7 @@ impl Manager {
     }
 
     /// Connects `request`'s interface to `prr` (already in Hold).
+    #[inline(always)]
     fn connect(
         &mut self,
         prr: PrrId,
@@ -400,6 +423,7 @@ impl Manager {
         announce: bool,
         out: &mut Actions,
     ) {
+        self.changed |= bit(prr);
         let d = &mut self.prrs[usize::from(prr)];
         d.client = Some((request.vm, request.dev));
         d.priority = request.prio;
@@ -435,11 +459,24 @@ impl Manager {
         self.search.insert(at, request);
     }
 
-    /// Solves what the search list can now, in its order.
+    /// Queues `request` without having asked the policy: `serve` will.
+    fn enqueue_untried(&mut self, request: Request) {
+        self.changed |= self.compatible[usize::from(request.dev)];
+        self.enqueue(request);
+    }
+
+    /// Solves what the search list can now, in its order. A queued request whose regions
+    /// all kept their candidate since it was last found unsolvable is still unsolvable (the
+    /// policy sees nothing else), so only those compatible with a changed region are asked
+    /// again: the same solutions, in the same order, as asking every one.
     fn serve(&mut self, now: u64, out: &mut Actions) {
         let mut i = 0;
         while i < self.search.len() {
             let request = self.search[i];
+            if self.compatible[usize::from(request.dev)] & self.changed == 0 {
+                i += 1;
+                continue;
+            }
             self.search.remove(i);
             if !self.solve(request, now, true, out) {
                 self.search.insert(i, request);
@@ -448,6 +485,7 @@ impl Manager {
                 i = 0;
             }
         }
+        self.changed = 0;
     }
 
     /// The client of `prr` started a job (the fabric saw START, or resumed a saved one).
@@ -512,7 +550,7 @@ impl Manager {
                 iface.suspended = true;
                 iface.waiting = true;
                 let prio = self.spec.priorities[usize::from(vm)];
-                self.enqueue(Request { vm, dev, prio });
+                self.enqueue_untried(Request { vm, dev, prio });
             }
         }
         match self.next[p].take() {
@@ -575,7 +613,11 @@ impl Manager {
         self.search.retain(|r| r.vm != vm);
         for p in 0..self.prrs.len() {
             let prr = p as PrrId;
-            if self.next[p].is_some_and(|r| r.vm == vm) {
+            let for_vm = self.next[p].is_some_and(|r| r.vm == vm);
+            if for_vm || self.prrs[p].client.is_some_and(|(cvm, _)| cvm == vm) {
+                self.changed |= bit(prr);
+            }
+            if for_vm {
                 self.next[p] = None;
                 if self.prrs[p].state == PrrState::Preempt {
                     self.step(prr, PrrEvent::Cancel);

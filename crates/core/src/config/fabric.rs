@@ -27,6 +27,11 @@ pub const DEFAULT_RECONFIG_BYTES_PER_US: u32 = 400;
 /// `hold_us` when the file names none.
 pub const DEFAULT_HOLD_US: u32 = 1_000;
 pub const MAX_HOLD_US: u32 = 1_000_000;
+/// `guest_beat_us` when the file names none: what QEMU's `-icount` needs (docs/accelerators.md).
+pub const DEFAULT_GUEST_BEAT_US: u32 = 20;
+/// `guest_beat_us`: 0 (off) or from `MIN_GUEST_BEAT_US` to `MAX_GUEST_BEAT_US`.
+pub const MIN_GUEST_BEAT_US: u32 = 10;
+pub const MAX_GUEST_BEAT_US: u32 = 100_000;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FabricConfig {
@@ -34,6 +39,9 @@ pub struct FabricConfig {
     pub cpu: u8,
     pub reconfig_bytes_per_us: u32,
     pub hold_us: u32,
+    /// How far apart (us) the EL2 timer exits of CPUs running a VM that shares the fabric
+    /// below the highest priority are (the guest beat); 0 for none.
+    pub guest_beat_us: u32,
     pub regions: Vec<RegionConfig>,
     pub accelerators: Vec<AcceleratorConfig>,
     /// Physical memory of the interface pages; `None` until `plan_memory` chooses it.
@@ -165,6 +173,15 @@ pub(super) fn validate(cfg: &SystemConfig, board: &Board) -> Result<(), ConfigEr
             format!(
                 "{} is out of range: 1 to {MAX_HOLD_US} microseconds",
                 f.hold_us
+            ),
+        ));
+    }
+    if f.guest_beat_us != 0 && !(MIN_GUEST_BEAT_US..=MAX_GUEST_BEAT_US).contains(&f.guest_beat_us) {
+        return Err(ConfigError::new(
+            "fabric.guest_beat_us",
+            format!(
+                "{} is out of range: 0 (off) or {MIN_GUEST_BEAT_US} to {MAX_GUEST_BEAT_US} microseconds",
+                f.guest_beat_us
             ),
         ));
     }
@@ -465,6 +482,7 @@ mod tests {
             cpu: 1,
             reconfig_bytes_per_us: DEFAULT_RECONFIG_BYTES_PER_US,
             hold_us: DEFAULT_HOLD_US,
+            guest_beat_us: DEFAULT_GUEST_BEAT_US,
             regions: vec![
                 region("prr1", 92_400),
                 region("prr2", 324_000),

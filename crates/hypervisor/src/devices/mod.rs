@@ -110,12 +110,17 @@ impl Output {
 pub struct Devices {
     devices: Vec<Device>,
     output: Output,
+    /// A device's interrupt line may differ from what the virtual GIC last heard
+    /// (`take_lines`): set by every access and every received byte, and at the start.
+    lines_stale: bool,
+    /// Where the console UART (the first PL011) is among `devices`.
+    console: Option<usize>,
 }
 
 impl Devices {
     /// Fresh models for the configured devices of a VM started for the `boots`-th time.
     pub fn new(config: &[DeviceConfig], boots: u64) -> Self {
-        let devices = config
+        let devices: Vec<Device> = config
             .iter()
             .map(|d| Device {
                 window: d.window(),
@@ -126,12 +131,17 @@ impl Devices {
                 },
             })
             .collect();
+        let console = devices
+            .iter()
+            .position(|d| matches!(d.model, Model::Uart(_)));
         Devices {
             devices,
+            console,
             output: Output {
                 bytes: [0; OUTPUT],
                 len: 0,
             },
+            lines_stale: true,
         }
     }
 
@@ -159,6 +169,7 @@ impl Devices {
 
     /// A guest load of `size` at `ipa`.
     pub fn read(&mut self, ipa: u64, size: AccessSize) -> Result<u64, AccessFault> {
+        self.lines_stale = true;
         let (model, offset) = Self::at(&mut self.devices, ipa).ok_or(AccessFault)?;
         model.device().read(offset, size)
     }
@@ -172,6 +183,7 @@ impl Devices {
         size: AccessSize,
         value: u64,
     ) -> Result<Option<u32>, AccessFault> {
+        self.lines_stale = true;
         let (model, offset) = Self::at(&mut self.devices, ipa).ok_or(AccessFault)?;
         model.device().write(offset, size, value)?;
         Ok(match model {
@@ -184,8 +196,18 @@ impl Devices {
         })
     }
 
-    /// The interrupt lines of the devices that have one, and whether each is asserted.
-    pub fn irq_lines(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
+    /// Whether a device's interrupt line may have changed since the last `take_lines` (an
+    /// access or a received byte since): the entry's device-line update costs one test when
+    /// nothing happened.
+    #[inline]
+    pub fn lines_stale(&self) -> bool {
+        self.lines_stale
+    }
+
+    /// The interrupt lines of the devices that have one, and whether each is asserted; the
+    /// lines are no longer stale.
+    pub fn take_lines(&mut self) -> impl Iterator<Item = (u32, bool)> + '_ {
+        self.lines_stale = false;
         self.devices.iter().filter_map(|d| {
             let level = match &d.model {
                 Model::Uart(uart) => uart.irq_pending(),
@@ -195,20 +217,28 @@ impl Devices {
         })
     }
 
-    /// The VM's console UART (its first PL011), which receives console input.
-    pub fn console_uart(&mut self) -> Option<&mut Pl011> {
-        self.devices.iter_mut().find_map(|d| match &mut d.model {
-            Model::Uart(uart) => Some(uart),
-            Model::Test(_) => None,
-        })
+    /// Whether the VM has a console UART (its first PL011), which receives console input.
+    #[inline]
+    pub fn has_console(&self) -> bool {
+        self.console.is_some()
+    }
+
+    /// Console input `byte` for the VM's console UART; false when it has no room (or the VM
+    /// no console UART).
+    pub fn receive(&mut self, byte: u8) -> bool {
+        self.lines_stale = true;
+        let slot = self.console.and_then(|slot| self.devices.get_mut(slot));
+        match slot.map(|d| &mut d.model) {
+            Some(Model::Uart(uart)) => uart.receive(byte),
+            _ => false,
+        }
     }
 
     /// Where the VM's console UART (its first PL011) is among its devices: found once per
     /// entry of a vCPU for `uart_access`.
+    #[inline]
     pub fn console_slot(&self) -> Option<usize> {
-        self.devices
-            .iter()
-            .position(|d| matches!(d.model, Model::Uart(_)))
+        self.console
     }
 
     /// An access by VM `vm`'s guest at `ipa` (`write` carries a store's value) to the UART
@@ -240,9 +270,11 @@ impl Devices {
                 if let Some(byte) = uart.transmit_and_take(value) {
                     self.output.push(byte, vm);
                 }
+                let irq_changed = uart.irq_pending() != line;
+                self.lines_stale |= irq_changed;
                 return Some(UartAccess {
                     value: 0,
-                    irq_changed: uart.irq_pending() != line,
+                    irq_changed,
                     data: true,
                 });
             }
@@ -253,9 +285,11 @@ impl Devices {
         }
         .ok()?;
         self.output.drain_one(uart, vm);
+        let irq_changed = uart.irq_pending() != line;
+        self.lines_stale |= irq_changed;
         Some(UartAccess {
             value,
-            irq_changed: uart.irq_pending() != line,
+            irq_changed,
             data: offset & !3 == pl011::reg::DR,
         })
     }

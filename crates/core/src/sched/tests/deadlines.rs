@@ -153,3 +153,25 @@ fn leaving_the_cpu_gives_a_blocked_vcpu_its_deadline_and_leaves_a_ready_one_alon
     assert_eq!(q.next_event(70), None);
     assert_eq!(q.leave(OTHER, || None), None, "not in the queue");
 }
+
+#[test]
+fn a_deadline_taken_on_leaving_is_ordered_among_the_others() {
+    let mut q = three_peers();
+    q.block(OTHER, Some(300)).unwrap();
+    q.block(THIRD, Some(500)).unwrap();
+    assert_eq!(q.pick(0).run, Some(LINUX));
+    q.block(LINUX, None).unwrap();
+    assert_eq!(q.next_event(0), Some(300));
+    assert_eq!(q.leave(LINUX, || Some(200)), Some(VcpuState::Blocked));
+    assert_eq!(
+        q.next_event(0),
+        Some(200),
+        "the new deadline is the earliest"
+    );
+    q.set_timer_deadline(LINUX, Some(400)).unwrap();
+    assert_eq!(q.next_event(0), Some(300), "a moved deadline gives way");
+    q.set_timer_deadline(LINUX, None).unwrap();
+    q.set_timer_deadline(LINUX, Some(300)).unwrap();
+    assert_eq!(q.pick(300).run, Some(LINUX), "a tie goes to the lower id");
+    assert_eq!(q.next_event(300), Some(300 + SLICE), "OTHER woke too");
+}

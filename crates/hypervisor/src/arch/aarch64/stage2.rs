@@ -90,7 +90,9 @@ impl InterfacePte {
     /// Makes the page writable (connected) or read-only. Making it read-only drops every
     /// cached translation of the page for the VM before returning (`invalidate`), so no CPU
     /// writes it after this; making it writable needs none (a stale read-only entry costs
-    /// one spurious permission fault, after which the caller invalidates and retries).
+    /// one spurious permission fault, after which the caller invalidates and retries). A
+    /// page read-only already is left as it is: the call that made it so invalidated before
+    /// returning, and the callers are serialized (the fabric's lock).
     pub fn set_writable(&self, writable: bool) {
         // SAFETY: `pte` points at the live leaf descriptor of this page (see the field).
         let pte = unsafe { &*self.pte };
@@ -98,8 +100,7 @@ impl InterfacePte {
             pte.fetch_or(S2AP_WRITE, Ordering::Release);
             // SAFETY: barrier only: the table walker sees the new descriptor.
             unsafe { asm!("dsb ishst", options(nostack)) };
-        } else {
-            pte.fetch_and(!S2AP_WRITE, Ordering::Release);
+        } else if pte.fetch_and(!S2AP_WRITE, Ordering::Release) & S2AP_WRITE != 0 {
             self.invalidate();
         }
     }
