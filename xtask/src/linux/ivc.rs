@@ -16,6 +16,7 @@
 
 use super::apt::{self, Deb};
 use super::libraries::{Content, Placement};
+use super::overlay;
 use super::rootfs::Rootfs;
 use super::LinuxGuest;
 use crate::process::run;
@@ -60,18 +61,6 @@ const LOAD_MODULE: &str =
     "# Partita's inter-VM channels (docs/ivc.md): binds the device tree's partita,ivc nodes.\ninsmod /lib/partita/partita_ivc.ko\n";
 const AFTER: &str = "mount -t tmpfs -o mode=0755 tmpfs /run\n";
 
-/// Flags of the command's build (the library is compiled with it).
-const FLAGS: [&str; 8] = [
-    "-std=gnu11",
-    "-O2",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-static",
-    "-s",
-    "-o",
-];
-
 /// Every source, named, for the initramfs stamp.
 pub fn sources_text() -> String {
     SOURCES
@@ -88,8 +77,7 @@ pub fn prepare(cache: &Path, base: &LinuxGuest) -> Result<PathBuf> {
     let base_stamp = std::fs::read_to_string(cache.join("linux").join("prepared.stamp"))
         .context("the Linux guest is not prepared")?;
     let text = format!("{base_stamp}{}", sources_text());
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(text.as_str()) && initramfs.is_file()
-    {
+    if overlay::current(&stamp, &text, &initramfs) {
         return Ok(initramfs);
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -100,17 +88,9 @@ pub fn prepare(cache: &Path, base: &LinuxGuest) -> Result<PathBuf> {
         .find(|(name, _)| name.starts_with("linux-image-"))
         .context("the Linux guest's versions name no linux-image package")?;
     let (placement, _) = build(&dir, name, version)?;
-    let mut overlay = Rootfs::new(&init_with_module(super::INIT)?);
-    overlay.add(&placement)?;
-    let overlay_path = dir.join("overlay.cpio");
-    overlay.write_cpio(&overlay_path)?;
-    let mut bytes = std::fs::read(&base.initramfs)
-        .with_context(|| format!("reading {}", base.initramfs.display()))?;
-    bytes.resize(bytes.len().next_multiple_of(4), 0);
-    bytes.extend(std::fs::read(&overlay_path)?);
-    std::fs::write(&initramfs, &bytes)
-        .with_context(|| format!("writing {}", initramfs.display()))?;
-    println!("linux: {} ({} bytes)", initramfs.display(), bytes.len());
+    let mut archive = Rootfs::new(&init_with_module(super::INIT)?);
+    archive.add(&placement)?;
+    overlay::write(&base.initramfs, &archive, &dir, &initramfs)?;
     std::fs::write(&stamp, text)?;
     Ok(initramfs)
 }
@@ -166,7 +146,7 @@ fn build(dir: &Path, name: &str, version: &str) -> Result<(Placement, Vec<(Strin
     )?;
     let command = sources.join("partita-ivc");
     run(Command::new(format!("{CROSS_COMPILE}gcc"))
-        .args(FLAGS)
+        .args(overlay::STATIC_PROGRAM_FLAGS)
         .arg(&command)
         .arg(sources.join("partita-ivc.c"))
         .arg(sources.join("libpartita_ivc.c")))?;

@@ -14,6 +14,7 @@ mod kernel;
 mod libraries;
 mod manifest;
 mod ofdm;
+mod overlay;
 mod qemu;
 mod rootfs;
 

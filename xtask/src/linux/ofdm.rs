@@ -6,6 +6,7 @@
 //! from the base initramfs, under its own directory and stamp.
 
 use super::libraries::{Content, Placement};
+use super::overlay;
 use super::rootfs::Rootfs;
 use super::LinuxGuest;
 use crate::process::run;
@@ -21,18 +22,6 @@ const SOURCE: &str = include_str!("../../../guests/linux/ofdm/partita-ofdm.c");
 /// Debian's cross compiler.
 const CROSS_COMPILER: &str = "aarch64-linux-gnu-gcc";
 
-/// The program's build flags (the output path follows `-o`).
-const FLAGS: [&str; 8] = [
-    "-std=gnu11",
-    "-O2",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-static",
-    "-s",
-    "-o",
-];
-
 /// Builds `cache/linux-ofdm/initramfs.cpio` for `base` unless it is current; returns it.
 pub fn prepare(cache: &Path, base: &LinuxGuest) -> Result<PathBuf> {
     let dir = cache.join("linux-ofdm");
@@ -41,8 +30,7 @@ pub fn prepare(cache: &Path, base: &LinuxGuest) -> Result<PathBuf> {
     let base_stamp = std::fs::read_to_string(cache.join("linux").join("prepared.stamp"))
         .context("the Linux guest is not prepared")?;
     let text = format!("{base_stamp}--- linux/ofdm/partita-ofdm.c\n{SOURCE}");
-    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(text.as_str()) && initramfs.is_file()
-    {
+    if overlay::current(&stamp, &text, &initramfs) {
         return Ok(initramfs);
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -51,7 +39,7 @@ pub fn prepare(cache: &Path, base: &LinuxGuest) -> Result<PathBuf> {
     std::fs::write(&source, SOURCE).with_context(|| format!("writing {}", source.display()))?;
     let program = dir.join("partita-ofdm");
     run(Command::new(CROSS_COMPILER)
-        .args(FLAGS)
+        .args(overlay::STATIC_PROGRAM_FLAGS)
         .arg(&program)
         .arg(&source))
     .context(
@@ -61,19 +49,9 @@ pub fn prepare(cache: &Path, base: &LinuxGuest) -> Result<PathBuf> {
     placement
         .files
         .insert(PROGRAM_PATH.into(), Content::Copy(program));
-    let mut overlay = Rootfs::new(super::INIT);
-    overlay.add(&placement)?;
-    let overlay_path = dir.join("overlay.cpio");
-    overlay.write_cpio(&overlay_path)?;
-    let mut bytes = std::fs::read(&base.initramfs)
-        .with_context(|| format!("reading {}", base.initramfs.display()))?;
-    bytes.resize(bytes.len().next_multiple_of(4), 0);
-    bytes.extend(std::fs::read(&overlay_path)?);
-    let partial = initramfs.with_extension("partial");
-    std::fs::write(&partial, &bytes).with_context(|| format!("writing {}", partial.display()))?;
-    std::fs::rename(&partial, &initramfs)
-        .with_context(|| format!("writing {}", initramfs.display()))?;
-    println!("linux: {} ({} bytes)", initramfs.display(), bytes.len());
+    let mut archive = Rootfs::new(super::INIT);
+    archive.add(&placement)?;
+    overlay::write(&base.initramfs, &archive, &dir, &initramfs)?;
     std::fs::write(&stamp, text)?;
     Ok(initramfs)
 }
