@@ -331,15 +331,7 @@ mod tests {
         Results {
             provenance: Provenance {
                 mode: "quick".to_owned(),
-                date: String::new(),
-                commit: String::new(),
-                dirty: false,
-                qemu_version: String::new(),
-                qemu_flags: String::new(),
-                config_files: Vec::new(),
-                linux_versions: Vec::new(),
-                xen_version: String::new(),
-                runs: Vec::new(),
+                ..Provenance::default()
             },
             records: super::super::parse::parse_fabric(console)
                 .into_iter()

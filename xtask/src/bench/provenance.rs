@@ -30,7 +30,7 @@ pub struct RunCommand {
     pub command: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
     pub mode: String,
     pub date: String,
