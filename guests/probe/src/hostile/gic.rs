@@ -9,25 +9,21 @@
 use core::arch::asm;
 
 use crate::checks::{expect_eq, expect_no_exception, Failure, Outcome};
-use crate::gic::{Gic, GICD_ICENABLER as ICENABLER, GICD_ICPENDR as ICPENDR, SPURIOUS};
+use crate::gic::{Gic, FALLBACK, GICD_ICENABLER as ICENABLER, GICD_ICPENDR as ICPENDR, SPURIOUS};
 use crate::mmio::{Load, Store};
 use crate::platform::Platform;
 
 use super::expect_undefined;
 
-const GICD_CTLR: u64 = 0x0800_0000;
 const GICD_ISENABLER: u64 = 0x0800_0100;
 const GICD_ISPENDR: u64 = 0x0800_0200;
 const GICD_ICPENDR: u64 = 0x0800_0280;
 const GICD_ICENABLER: u64 = 0x0800_0180;
 const GICD_IGROUPR: u64 = 0x0800_0080;
 const GICD_IROUTER: u64 = 0x0800_6000;
-const GICR_WAKER: u64 = 0x080a_0014;
-const GICR_IGROUPR0: u64 = 0x080b_0080;
 const GICR_ICENABLER0: u64 = 0x080b_0180;
 const GICR_ISPENDR0: u64 = 0x080b_0200;
 const GICR_ICPENDR0: u64 = 0x080b_0280;
-const GICD_ENABLE_GRP1_ARE: u64 = (1 << 1) | (1 << 4);
 /// SGIs written in the flood.
 const FLOOD: u32 = 20_000;
 /// The board's SPIs: 32..288 on QEMU `virt`; the console's and the FreeRTOS UART's SPI 33.
@@ -41,23 +37,6 @@ const TIMER_PPI: u64 = 27;
 fn sgi1r(value: u64) {
     // SAFETY: an SGI request only makes interrupts pending in the VM's virtual GIC.
     unsafe { asm!("msr S3_0_C12_C11_5, {}", in(reg) value, options(nostack)) };
-}
-
-/// Turns the VM's GIC on for Group 1 with every priority unmasked.
-fn enable_cpu_interface() {
-    Store::Word.run(GICD_CTLR, GICD_ENABLE_GRP1_ARE);
-    Store::Word.run(GICR_WAKER, 0);
-    Store::Word.run(GICR_IGROUPR0, u64::from(u32::MAX));
-    // SAFETY: ICC_PMR_EL1 and ICC_IGRPEN1_EL1 configure only this CPU's virtual interface.
-    unsafe {
-        asm!(
-            "msr S3_0_C4_C6_0, {pmr}",
-            "msr S3_0_C12_C12_7, {one}",
-            "isb",
-            pmr = in(reg) 0xffu64,
-            one = in(reg) 1u64,
-        )
-    };
 }
 
 /// Acknowledges until spurious; the INTIDs seen must all be `want` (or none at all).
@@ -94,7 +73,8 @@ pub fn sgi_flood_self(p: &Platform) -> Outcome {
 }
 
 pub fn sgi_foreign_targets(_: &Platform) -> Outcome {
-    enable_cpu_interface();
+    // The VM's GIC on for Group 1 with every priority unmasked, no interrupt enabled.
+    FALLBACK.enable(0);
     Store::Word.run(GICR_ICENABLER0, 0xffff);
     Store::Word.run(GICR_ICPENDR0, 0xffff);
     // IRM = 1 (everyone but me), other Aff0 bits, Aff1 = 1, Aff2 = 0xff, Aff3 = 0xff, RS = 15.
@@ -134,7 +114,8 @@ pub fn other_sgi_registers(_: &Platform) -> Outcome {
 /// Every SPI of the board pended and enabled, one routed to a CPU that does not exist: the
 /// VM sees only its own virtual GIC and nothing reaches it through a missing CPU.
 pub fn spi_foreign_route(p: &Platform) -> Outcome {
-    enable_cpu_interface();
+    // The VM's GIC on for Group 1 with every priority unmasked, no interrupt enabled.
+    FALLBACK.enable(0);
     for word in SPI_WORDS {
         Store::Word.run(GICD_IGROUPR + 4 * word, u64::from(u32::MAX));
         Store::Word.run(GICD_ICENABLER + 4 * word, u64::from(u32::MAX));
@@ -157,7 +138,8 @@ pub fn spi_foreign_route(p: &Platform) -> Outcome {
 }
 
 pub fn eoi_dir_unowned(p: &Platform) -> Outcome {
-    enable_cpu_interface();
+    // The VM's GIC on for Group 1 with every priority unmasked, no interrupt enabled.
+    FALLBACK.enable(0);
     for intid in [TIMER_PPI, 33, 40, 1020, 1023, 0xff_ffff] {
         // SAFETY: EOI and deactivation requests on the virtual CPU interface only.
         unsafe {
