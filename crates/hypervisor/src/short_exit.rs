@@ -244,12 +244,14 @@ impl<'a> ShortExit<'a> {
             let mut hw = shared.hardware();
             update_lines(shared, vgic, self.vcpu, &mut hw);
             inject_expired_timer(shared, vgic, self.vcpu, &mut hw);
-            if vgic.has_deliverable(&mut hw.vgic) {
-                drop(hw);
-                self.counters.wfi(start);
-                return Light::Done;
+            if !vgic.settled_for_wait(&mut hw.vgic) {
+                if vgic.has_deliverable(&mut hw.vgic) {
+                    drop(hw);
+                    self.counters.wfi(start);
+                    return Light::Done;
+                }
+                vgic.before_entry(&mut hw.vgic);
             }
-            vgic.before_entry(&mut hw.vgic);
             hw.devices.flush_output(shared.index());
         }
         console::release_held();

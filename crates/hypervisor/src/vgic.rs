@@ -182,6 +182,7 @@ impl VirtualGic {
     /// The short injection (`Vgic::inject_loaded`): while the list registers are loaded,
     /// `intid` goes straight into a free one when the model allows it. True when it did
     /// (the list registers stay loaded, `before_entry` has nothing to do).
+    #[inline]
     fn inject_loaded(&mut self, model: &mut Vgic, intid: u32) -> bool {
         if self.stale || self.parked {
             return false;
@@ -230,6 +231,23 @@ impl VirtualGic {
         let _ = model.send_sgi(self.vcpu, request);
     }
 
+    /// The vCPU is about to wait for an interrupt: true when nothing is there to wake it
+    /// and its list registers, loaded, are what the model would choose (none live), so
+    /// neither `has_deliverable` nor `before_entry` need run before it waits
+    /// (`Vgic::settle_loaded`, which folds the list registers the guest finished). False:
+    /// the general answer is needed. Not after a choice that asked for a maintenance
+    /// interrupt, which the general path clears.
+    pub fn settled_for_wait(&mut self, model: &mut Vgic) -> bool {
+        if self.stale || self.parked || self.hcr != 0 {
+            return false;
+        }
+        let free = gic_hyp::empty_list_registers();
+        match model.settle_loaded(self.vcpu, free) {
+            Ok(settled) => settled,
+            Err(e) => panic!("virtual GIC settle: {e:?}"),
+        }
+    }
+
     /// Whether the vCPU has an interrupt to take (wakes it from WFI).
     pub fn has_deliverable(&mut self, model: &mut Vgic) -> bool {
         self.sync(model);
@@ -276,10 +294,16 @@ impl VirtualGic {
     /// Loads the list registers the model chooses, if anything changed since they were
     /// loaded, and enables the virtual CPU interface. `stale` means `sync` ran since the
     /// last load and the guest has not run since, so `lrs` still holds the live values.
+    #[inline]
     pub fn before_entry(&mut self, model: &mut Vgic) {
-        if !self.stale {
-            return;
+        if self.stale {
+            self.choose(model);
         }
+    }
+
+    /// `before_entry` when the list registers are stale.
+    #[inline(never)]
+    fn choose(&mut self, model: &mut Vgic) {
         self.stale = false;
         if core::mem::take(&mut self.parked) && model.unchanged_since_choice(self.vcpu) {
             // Switched in again and nothing changed in the model since the vCPU left: its
