@@ -326,7 +326,7 @@ impl Vgic {
     /// the pending set) and goes into the lowest free list register, with the live entry
     /// `flush` would record. `None`, nothing changed, otherwise.
     #[inline]
-    fn inject_alone(
+    pub(super) fn inject_alone(
         &mut self,
         vcpu: usize,
         intid: u32,
