@@ -189,16 +189,15 @@ impl VirtualGic {
         }
         let free = gic_hyp::empty_list_registers();
         match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
+            // `lrs` is not written: while the list registers are loaded, the next `sync` or
+            // `unload` reads every one `loaded` marks.
             Ok(Some((slot, value))) => {
-                if let Some(lr) = self.lrs.get_mut(slot) {
-                    *lr = value;
-                }
                 gic_hyp::write_list_register(slot, value);
                 self.loaded |= 1 << slot;
                 true
             }
             Ok(None) => false,
-            Err(e) => panic!("injecting interrupt {intid}: {e:?}"),
+            Err(e) => injection_failed(intid, e),
         }
     }
 
@@ -368,6 +367,13 @@ impl VirtualGic {
         }
         self.loaded = 0;
     }
+}
+
+/// The model refused an injection the hypervisor asked for (an INTID it does not have).
+#[cold]
+#[inline(never)]
+fn injection_failed(intid: u32, e: VgicError) -> ! {
+    panic!("injecting interrupt {intid}: {e:?}")
 }
 
 /// The list registers of a `VirtualGic::loaded` mask, lowest first: only the set bits are

@@ -12,7 +12,7 @@
 
 use super::lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 use super::state::{IrqState, Trigger};
-use super::{LiveEntry, Vgic, VgicError, PRIVATE_IRQS};
+use super::{LiveEntry, VcpuIrqs, Vgic, VgicError, PRIVATE_IRQS};
 
 /// The list-register contents to load before a vCPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +54,31 @@ fn fold(irq: &mut IrqState, entry: LiveEntry, state: LrState) {
         }
         _ => irq.pending_latch = state.is_pending(),
     }
+}
+
+/// Folds every live list register of `v` as `sync` would when the guest finished all of
+/// them (each free in `free`) and each holds an SGI or PPI, the usual case of a timer tick
+/// taken before the next: `update`'s work for interrupts of this vCPU alone, which no other
+/// list register holds (the caller counts the change). False, nothing changed, otherwise.
+#[inline]
+fn fold_all_finished(v: &mut VcpuIrqs, free: u16) -> bool {
+    let live = v.live_count.min(MAX_LIST_REGISTERS);
+    let all = (1u32 << live) - 1;
+    let Some(entries) = v.live.get_mut(..live) else {
+        return false;
+    };
+    if u32::from(free) & all != all || entries.iter().flatten().any(|e| e.intid >= PRIVATE_IRQS) {
+        return false;
+    }
+    for entry in entries.iter_mut().filter_map(Option::take) {
+        if let Some(irq) = v.private.get_mut(entry.intid as usize) {
+            fold(irq, entry, LrState::Invalid);
+            v.pending.set(entry.intid, irq.pending());
+            v.active.set(entry.intid, irq.active);
+        }
+    }
+    v.live_count = 0;
+    true
 }
 
 /// The best list-register candidates of one vCPU as ordering keys (`candidate_key`), best
@@ -319,12 +344,14 @@ impl Vgic {
         Ok(Some((slot, lr.encode())))
     }
 
-    /// `inject_loaded`'s usual case, with no list register of `vcpu` live: when `intid` is
+    /// `inject_loaded`'s usual case, with no list register of `vcpu` live once those the
+    /// guest finished are folded (`fold_all_finished`: all of them, SGIs and PPIs): when `intid` is
     /// its own (a PPI or SGI, or an SPI routed to it), enabled in an enabled group, and
     /// the vCPU has nothing active and nothing pending but `intid`, the general path would
     /// choose `intid` alone: it is made pending as `update` would (one latch, one word of
     /// the pending set) and goes into the lowest free list register, with the live entry
-    /// `flush` would record. `None`, nothing changed, otherwise.
+    /// `flush` would record. `None` otherwise, nothing changed but the finished list
+    /// registers folded.
     #[inline]
     pub(super) fn inject_alone(
         &mut self,
@@ -349,7 +376,10 @@ impl Vgic {
             ..
         } = self;
         let v = vcpus.get_mut(vcpu)?;
-        if v.live_count != 0 || !v.active.is_empty() || !v.pending.has_none_but(intid) {
+        if v.live_count != 0 && !fold_all_finished(v, free) {
+            return None;
+        }
+        if !v.active.is_empty() || !v.pending.has_none_but(intid) {
             return None;
         }
         let irq = match intid.checked_sub(PRIVATE_IRQS) {

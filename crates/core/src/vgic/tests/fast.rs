@@ -223,16 +223,55 @@ fn the_usual_case_is_the_general_paths_choice() {
 }
 
 #[test]
+fn the_usual_case_folds_finished_timer_list_registers_first() {
+    // The timer taken and finished, not folded by a wait (a tick while the guest runs).
+    let mut s = System::new();
+    s.general(|v| v.inject(0, TIMER).unwrap());
+    acknowledge(&mut s.lrs);
+    end_of_interrupt(&mut s.lrs, TIMER);
+    let mut general = System::new();
+    general.general(|v| v.inject(0, TIMER).unwrap());
+    acknowledge(&mut general.lrs);
+    end_of_interrupt(&mut general.lrs, TIMER);
+    let (slot, value) = s.vgic.inject_alone(0, TIMER, s.free(), LRS).expect("taken");
+    s.lrs[slot] = value;
+    general.general(|v| v.inject(0, TIMER).unwrap());
+    assert_eq!(s.view(), general.view());
+}
+
+#[test]
 fn the_usual_case_refuses_whatever_the_general_path_would_choose_differently() {
     let s = idle_after_a_tick();
     let free = s.free();
     assert!(alone(&s, TIMER, free).0.is_some(), "the reference case");
-    let refusals: [(&str, &dyn Fn(&mut System), u32, u16); 9] = [
+    // What changes, the INTID injected, and the free list registers when they are not
+    // what the list registers say.
+    type Change = dyn Fn(&mut System);
+    let refusals: [(&str, &Change, u32, Option<u16>); 11] = [
         (
-            "a live list register",
+            "a pending list register",
             &|s| s.general(|v| v.inject(0, SGI).unwrap()),
             TIMER,
-            free,
+            None,
+        ),
+        (
+            "an active list register",
+            &|s| {
+                s.general(|v| v.inject(0, SGI).unwrap());
+                acknowledge(&mut s.lrs);
+            },
+            TIMER,
+            None,
+        ),
+        (
+            "a finished SPI in a list register",
+            &|s| {
+                s.general(|v| v.inject(0, EDGE_SPI).unwrap());
+                acknowledge(&mut s.lrs);
+                end_of_interrupt(&mut s.lrs, EDGE_SPI);
+            },
+            TIMER,
+            None,
         ),
         (
             "another interrupt pending",
@@ -243,7 +282,7 @@ fn the_usual_case_refuses_whatever_the_general_path_would_choose_differently() {
                 })
             },
             TIMER,
-            free,
+            None,
         ),
         (
             "a disabled level line asserted",
@@ -254,7 +293,7 @@ fn the_usual_case_refuses_whatever_the_general_path_would_choose_differently() {
                 })
             },
             TIMER,
-            free,
+            None,
         ),
         (
             "another interrupt active",
@@ -265,27 +304,33 @@ fn the_usual_case_refuses_whatever_the_general_path_would_choose_differently() {
                 s.vgic.sync(0, &s.lrs).unwrap();
             },
             TIMER,
-            free,
+            Some(free),
         ),
         (
             "the interrupt disabled",
             &|s| s.general(|v| super::dist_write(v, 0x184, 1 << (EDGE_SPI - 32))),
             EDGE_SPI,
-            free,
+            None,
         ),
         (
             "its group disabled",
             &|s| s.general(|v| super::dist_write(v, 0x0, 0)),
             TIMER,
-            free,
+            None,
         ),
-        ("no list register free", &|_| {}, TIMER, 0),
-        ("only beyond the vCPU interface's", &|_| {}, TIMER, 1 << LRS),
-        ("no such INTID", &|_| {}, 2000, free),
+        ("no list register free", &|_| {}, TIMER, Some(0)),
+        (
+            "only beyond the vCPU interface's",
+            &|_| {},
+            TIMER,
+            Some(1 << LRS),
+        ),
+        ("no such INTID", &|_| {}, 2000, None),
     ];
     for (what, change, intid, free) in refusals {
         let mut t = idle_after_a_tick();
         change(&mut t);
+        let free = free.unwrap_or_else(|| t.free());
         let (done, changed) = alone(&t, intid, free);
         assert_eq!(done, None, "{what}: not refused");
         assert!(!changed, "{what}: the model changed");
