@@ -496,7 +496,16 @@ impl Vgic {
     /// and the injection that wakes it takes `inject_loaded`'s usual case. False: the model
     /// unchanged but for the folded list registers, and the general path must look.
     pub fn settle_loaded(&mut self, vcpu: usize, free: u16) -> Result<bool, VgicError> {
-        let live = self.fold_finished(vcpu, free)?;
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        let live = if v.live_count == 0 {
+            0
+        } else if fold_all_finished(v, free) {
+            self.epoch += 1;
+            self.touched |= 1 << vcpu;
+            0
+        } else {
+            self.fold_finished(vcpu, free)?
+        };
         let epoch = self.epoch;
         let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
         let idle = live == 0 && v.active.is_empty() && v.pending.is_empty();
