@@ -169,10 +169,17 @@ impl VirtualGic {
 
     /// A physical occurrence of an interrupt forwarded to this vCPU (its PPIs) or to the VM
     /// (an SPI, which the model routes).
+    #[inline(always)]
     pub fn inject(&mut self, model: &mut Vgic, intid: u32) {
-        if self.inject_loaded(model, intid) {
-            return;
+        if !self.inject_loaded(model, intid) {
+            self.inject_general(model, intid);
         }
+    }
+
+    /// `inject` when the short injection did not take the interrupt: fold, inject, and
+    /// let `before_entry` choose the list registers again.
+    #[inline(never)]
+    fn inject_general(&mut self, model: &mut Vgic, intid: u32) {
         self.sync(model);
         if let Err(e) = model.inject(self.vcpu, intid) {
             panic!("injecting interrupt {intid}: {e:?}");
@@ -182,7 +189,7 @@ impl VirtualGic {
     /// The short injection (`Vgic::inject_loaded`): while the list registers are loaded,
     /// `intid` goes straight into a free one when the model allows it. True when it did
     /// (the list registers stay loaded, `before_entry` has nothing to do).
-    #[inline]
+    #[inline(always)]
     fn inject_loaded(&mut self, model: &mut Vgic, intid: u32) -> bool {
         if self.stale || self.parked {
             return false;

@@ -281,7 +281,7 @@ impl Vgic {
     /// (two summary words), so `intid` is the general path's only choice. Otherwise the
     /// vCPU's pending and active interrupts are each checked against the live list
     /// registers.
-    #[inline]
+    #[inline(always)]
     pub fn inject_loaded(
         &mut self,
         vcpu: usize,
@@ -352,7 +352,7 @@ impl Vgic {
     /// the pending set) and goes into the lowest free list register, with the live entry
     /// `flush` would record. `None` otherwise, nothing changed but the finished list
     /// registers folded.
-    #[inline]
+    #[inline(always)]
     pub(super) fn inject_alone(
         &mut self,
         vcpu: usize,
@@ -361,7 +361,7 @@ impl Vgic {
         count: usize,
     ) -> Option<(usize, u64)> {
         let slot = free.trailing_zeros() as usize;
-        if slot >= count.min(MAX_LIST_REGISTERS) {
+        if free == 0 || slot >= count {
             return None;
         }
         if intid >= PRIVATE_IRQS && self.spi_target(intid) != Some(vcpu) {
