@@ -187,9 +187,11 @@ impl<'a> ShortExit<'a> {
         }
         gic::end_of_interrupt(intid);
         let mut hw = shared.hardware();
-        vgic.inject(&mut hw.vgic, intid);
+        let short = vgic.inject(&mut hw.vgic, intid);
         shared.kick_touched(&mut hw.vgic, self.vcpu);
-        vgic.before_entry(&mut hw.vgic);
+        if !short {
+            vgic.before_entry(&mut hw.vgic);
+        }
         Ok(ShortPath::Injection)
     }
 
@@ -268,9 +270,11 @@ impl<'a> ShortExit<'a> {
         }
         gic::end_of_interrupt(intid);
         let mut hw = shared.hardware();
-        vgic.inject(&mut hw.vgic, intid);
+        let short = vgic.inject(&mut hw.vgic, intid);
         shared.kick_touched(&mut hw.vgic, self.vcpu);
-        vgic.before_entry(&mut hw.vgic);
+        if !short {
+            vgic.before_entry(&mut hw.vgic);
+        }
         drop(hw);
         self.counters.woke(woke);
         Light::Done

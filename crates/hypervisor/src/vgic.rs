@@ -7,10 +7,11 @@
 //! hypercalls): reading, folding and choosing them again is work the hot paths (an exit for
 //! a UART access, say) need not do. Whatever reads or changes the model first folds the live
 //! list registers into it (`sync`) and marks them stale; `before_entry` then lets the model
-//! choose them again and requests a maintenance interrupt when interrupts wait for room. Two
-//! short cuts keep the model the truth without that work: an injection into loaded list
-//! registers may go straight into a free one (`Vgic::inject_loaded`), and a vCPU switched
-//! in again with nothing changed in the model gets its parked values back
+//! choose them again and requests a maintenance interrupt when interrupts wait for room.
+//! Three short cuts keep the model the truth without that work: an injection into loaded
+//! list registers may go straight into a free one (`Vgic::inject_loaded`), a vCPU about to
+//! wait with nothing left keeps its loaded ones (`Vgic::settle_loaded`), and a vCPU
+//! switched in again with nothing changed in the model gets its parked values back
 //! (`Vgic::unchanged_since_choice`). A maintenance interrupt disables the virtual CPU
 //! interface until that refill (it would otherwise stay asserted at EL2). The guest's
 //! distributor and redistributor accesses trap (their windows are not in stage 2) and are
@@ -168,12 +169,15 @@ impl VirtualGic {
     }
 
     /// A physical occurrence of an interrupt forwarded to this vCPU (its PPIs) or to the VM
-    /// (an SPI, which the model routes).
+    /// (an SPI, which the model routes). True when the short injection took it: its list
+    /// register is written and `before_entry` has nothing to do.
     #[inline(always)]
-    pub fn inject(&mut self, model: &mut Vgic, intid: u32) {
-        if !self.inject_loaded(model, intid) {
-            self.inject_general(model, intid);
+    pub fn inject(&mut self, model: &mut Vgic, intid: u32) -> bool {
+        if self.inject_loaded(model, intid) {
+            return true;
         }
+        self.inject_general(model, intid);
+        false
     }
 
     /// `inject` when the short injection did not take the interrupt: fold, inject, and

@@ -276,11 +276,11 @@ impl Vgic {
     /// that still holds it, and one list register is free for `intid`. The order of the list
     /// registers may differ (the guest takes them by priority, whatever their order).
     ///
-    /// The usual case costs the same whatever the VM: once the finished list registers are
-    /// folded, none is live and the vCPU has nothing active and nothing pending but `intid`
-    /// (two summary words), so `intid` is the general path's only choice. Otherwise the
-    /// vCPU's pending and active interrupts are each checked against the live list
-    /// registers.
+    /// The usual case (`inject_alone`) costs the same whatever the VM: once the finished
+    /// list registers are folded, none is live and the vCPU has nothing active and nothing
+    /// pending but `intid` (two summary words), so `intid` is the general path's only
+    /// choice. Otherwise the vCPU's pending and active interrupts are each checked against
+    /// the live list registers.
     #[inline(always)]
     pub fn inject_loaded(
         &mut self,
