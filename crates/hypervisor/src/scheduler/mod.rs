@@ -57,6 +57,16 @@ pub struct CpuScheduler {
     owners: OwnerTable,
 }
 
+/// What the running vCPU's exit for a physical interrupt leads to (`interrupted`).
+enum Interrupted {
+    /// It runs on.
+    Resume,
+    /// The CPU went to the vCPU at this position in `vms`, which runs on.
+    Switched(usize),
+    /// The scheduler decides again.
+    Decide,
+}
+
 /// The run-queue name of a vCPU.
 fn vcpu_of(vm: &Vm) -> VcpuId {
     VcpuId::new(vm.index() as u16, vm.vcpu_index() as u16)
@@ -251,7 +261,8 @@ impl CpuScheduler {
         (state == Some(VcpuState::Ready)).then_some(old)
     }
 
-    /// Runs `vms[at]` until the scheduler has to decide again.
+    /// Runs `vms[at]` until the scheduler has to decide again; it may hand the CPU to
+    /// another vCPU on the way (`switch_at_deadline`) and runs that one on.
     fn run_vcpu(&mut self, at: usize) {
         if self.vms[at].rebuilding() {
             return self.rebuild(at);
@@ -261,15 +272,10 @@ impl CpuScheduler {
             let _ = self.queue.block(id, None);
             return;
         }
-        let Some(at) = self.switch_to(id, at) else {
+        let Some(mut at) = self.switch_to(id, at) else {
             return;
         };
-        let now = timer::now();
-        timer::arm_hyp_timer(fabric::guest_beat(
-            usize::from(self.cpu),
-            now,
-            self.queue.next_event(now),
-        ));
+        self.arm_next_event();
         loop {
             // Its CPU's only vCPU may wait for an interrupt inside its WFI's exit: nothing
             // else could run meanwhile, and whatever this CPU must do wakes it. Only on a
@@ -282,11 +288,11 @@ impl CpuScheduler {
             let exit = vm.enter(alone);
             match vm.handle(exit) {
                 Outcome::Resume => {}
-                Outcome::Interrupt => {
-                    if self.handle_interrupts() {
-                        return;
-                    }
-                }
+                Outcome::Interrupt => match self.interrupted(at) {
+                    Interrupted::Resume => {}
+                    Interrupted::Switched(next) => at = next,
+                    Interrupted::Decide => return,
+                },
                 Outcome::Wait => {
                     if self.block(at) {
                         return;
@@ -298,6 +304,63 @@ impl CpuScheduler {
                 Outcome::Stop(Stop::Fault) => return self.end_boot(at, BootEnd::Fault),
             }
         }
+    }
+
+    /// Programs the EL2 timer for the run queue's next event (and the fabric's guest beat)
+    /// before entering the running vCPU.
+    fn arm_next_event(&self) {
+        let now = timer::now();
+        timer::arm_hyp_timer(fabric::guest_beat(
+            usize::from(self.cpu),
+            now,
+            self.queue.next_event(now),
+        ));
+    }
+
+    /// A physical interrupt made the running `vms[at]` exit (or it rang a doorbell of this
+    /// CPU). The EL2 timer's own exit is handled here first: when it fired for the deadline
+    /// of a blocked vCPU that outranks the running one and nothing else is pending, the CPU
+    /// goes to that vCPU at once (`switch_at_deadline`); everything else goes through
+    /// `handle_interrupts`.
+    fn interrupted(&mut self, at: usize) -> Interrupted {
+        let hyp_timer = self.board.timer_hyp_irq;
+        if !self.vms[at].acknowledged(hyp_timer) {
+            return if self.handle_interrupts() {
+                Interrupted::Decide
+            } else {
+                Interrupted::Resume
+            };
+        }
+        let _ = self.vms[at].take_acknowledged();
+        gic::end_of_interrupt(hyp_timer);
+        timer::arm_hyp_timer(None);
+        gic::deactivate(hyp_timer);
+        // Another pending interrupt (a doorbell, a kick, console input, an interrupt of a
+        // VM) may change the decision: the general path looks at it and decides.
+        if !gic::pending() {
+            if let Some(next) = self.switch_at_deadline() {
+                return Interrupted::Switched(next);
+            }
+        }
+        self.handle_interrupts();
+        Interrupted::Decide
+    }
+
+    /// The EL2 timer fired while a vCPU ran, nothing else pending: when the run queue
+    /// hands the CPU to the vCPU whose deadline came (`RunQueue::preempt_at_deadline`, what
+    /// `pick` would decide, without its search), it is switched in here without a return
+    /// to the scheduler's loop; its position is returned. `None`: the scheduler decides
+    /// (the queue is then either unchanged or as `pick` would leave it).
+    fn switch_at_deadline(&mut self) -> Option<usize> {
+        let id = self.queue.preempt_at_deadline(timer::now())?;
+        let next = self.position(id)?;
+        let vm = &self.vms[next];
+        if vm.rebuilding() || !vm.is_on() {
+            return None;
+        }
+        let next = self.switch_to(id, next)?;
+        self.arm_next_event();
+        Some(next)
     }
 
     /// Rebuilds `vms[at]` (restarting after SYSTEM_RESET) a piece at a time, handling the

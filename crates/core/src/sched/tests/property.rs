@@ -168,7 +168,19 @@ fn check_after_pick(q: &RunQueue, model: &Model, now: u64) {
     }
 }
 
-fn run_sequence(seed: u64, calls: usize) {
+/// Two queues that must behave alike from now on: the same states, runner and next event.
+fn check_same(a: &RunQueue, b: &RunQueue, model: &Model, now: u64) {
+    for &(vcpu, _, _) in &model.vcpus {
+        assert_eq!(a.state(vcpu), b.state(vcpu), "{vcpu:?}");
+    }
+    assert_eq!(a.running(), b.running());
+    assert_eq!(a.next_event(now), b.next_event(now));
+    assert_eq!(a.should_preempt(now), b.should_preempt(now));
+}
+
+/// One random sequence of `calls` calls; `fast_paths` counts the picks that
+/// `preempt_at_deadline` could take (checked against `pick` on a copy of the queue).
+fn run_sequence(seed: u64, calls: usize, fast_paths: &mut usize) {
     let mut rng = Rng(seed);
     let mut q = RunQueue::new(1 + rng.below(2 * SLICE));
     let mut model = Model::default();
@@ -177,7 +189,18 @@ fn run_sequence(seed: u64, calls: usize) {
         let before = q.running();
         let preempt = q.should_preempt(now);
         if rng.below(3) == 0 {
+            let mut fast = q.clone();
+            let preempted = fast.preempt_at_deadline(now);
             let d = q.pick(now);
+            if let Some(vcpu) = preempted {
+                assert_eq!(d.run, Some(vcpu), "preempt_at_deadline disagrees with pick");
+                check_same(&fast, &q, &model, now);
+                check_after_pick(&fast, &model, now);
+                *fast_paths += 1;
+                if rng.below(2) == 0 {
+                    q = fast;
+                }
+            }
             assert_eq!(d.run, q.running());
             assert_eq!(
                 preempt,
@@ -197,7 +220,12 @@ fn run_sequence(seed: u64, calls: usize) {
 
 #[test]
 fn random_call_sequences_keep_the_invariants() {
+    let mut fast_paths = 0;
     for seed in 0..300 {
-        run_sequence(seed, 400);
+        run_sequence(seed, 400, &mut fast_paths);
     }
+    assert!(
+        fast_paths > 100,
+        "only {fast_paths} preemptions at a deadline"
+    );
 }
