@@ -325,7 +325,7 @@ impl VirtualGic {
             let free = ((1u32 << self.list_registers) - 1) as u16;
             match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
                 Ok(Some((slot, value))) => {
-                    self.lrs = [0; MAX_LIST_REGISTERS];
+                    // `unload` left every value of `lrs` 0, as the list registers.
                     if let Some(lr) = self.lrs.get_mut(slot) {
                         *lr = value;
                     }
@@ -361,7 +361,12 @@ impl VirtualGic {
             self.parked = true;
             self.stale = true;
         } else {
+            // Folded already: their values are of no more use, and `lrs` is left all 0
+            // (`inject_switched_in` relies on it).
             for n in bits(self.loaded) {
+                if let Some(lr) = self.lrs.get_mut(n) {
+                    *lr = 0;
+                }
                 gic_hyp::write_list_register(n, 0);
             }
         }

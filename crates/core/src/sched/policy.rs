@@ -75,6 +75,35 @@ impl RunQueue {
         Some(self.entries[due].vcpu)
     }
 
+    /// The running vCPU waits in WFI at `now` (its timer's deadline is `deadline`) on a CPU
+    /// where a ready vCPU takes over (the GPOS while the real-time VM waits for its next
+    /// tick). When no blocked vCPU is due and a ready one stands alone first in line, this
+    /// is `block(running, None)`, `pick(now)` and `leave(running, || deadline)` in one
+    /// step with no search: the running vCPU is blocked with its deadline (it leaves the
+    /// CPU now), and the ready vCPU `pick` would choose runs and is returned. `None` in
+    /// every other case (nothing would run, a deadline is due, peers wait in one level, or
+    /// `deadline` is not after `now`), the queue unchanged: then `block` and `pick`.
+    pub fn block_and_hand_over(&mut self, now: u64, deadline: Option<u64>) -> Option<VcpuId> {
+        let r = self.running?;
+        let next = self.first(self.ready)?;
+        if self.soonest <= now
+            || deadline.is_some_and(|d| d <= now)
+            || self.ready & self.levels[next] != 1 << next
+        {
+            return None;
+        }
+        let Place::Ready { slice_left, .. } = self.entries[next].place else {
+            return None;
+        };
+        self.ready &= !(1 << next);
+        self.entries[next].place = Place::Running {
+            slice_end: now.saturating_add(slice_left),
+        };
+        self.running = Some(next);
+        self.set_place(r, Place::Blocked { deadline });
+        Some(self.entries[next].vcpu)
+    }
+
     /// Whether `pick(now)` would run another vCPU than the one running (or any vCPU while
     /// idle): after a `wake`, true means "switch now", whatever the running guest's interrupt
     /// mask. Blocked vCPUs whose deadline has passed count as ready.

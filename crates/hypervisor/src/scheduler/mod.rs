@@ -57,8 +57,9 @@ pub struct CpuScheduler {
     owners: OwnerTable,
 }
 
-/// What the running vCPU's exit for a physical interrupt leads to (`interrupted`).
-enum Interrupted {
+/// What an exit of the running vCPU for a physical interrupt or a WFI leads to
+/// (`interrupted`, `wait`).
+enum Next {
     /// It runs on.
     Resume,
     /// The CPU went to the vCPU at this position in `vms`, which runs on.
@@ -173,11 +174,16 @@ impl CpuScheduler {
             }
         }
         let at = at?;
+        self.put_on(id, at);
+        Some(at)
+    }
+
+    /// Puts vCPU `id`, `vms[at]`, on the CPU (none is loaded).
+    fn put_on(&mut self, id: VcpuId, at: usize) {
         self.vms[at].switch_in(self.cpu);
         counters::switched_in(self.vms[at].index());
         self.loaded = Some(id);
         self.loaded_at = Some(at);
-        Some(at)
     }
 
     /// `vms[old]`, preempted by vCPU `by` of another VM and switched out, moves to the CPU
@@ -289,15 +295,15 @@ impl CpuScheduler {
             match vm.handle(exit) {
                 Outcome::Resume => {}
                 Outcome::Interrupt => match self.interrupted(at) {
-                    Interrupted::Resume => {}
-                    Interrupted::Switched(next) => at = next,
-                    Interrupted::Decide => return,
+                    Next::Resume => {}
+                    Next::Switched(next) => at = next,
+                    Next::Decide => return,
                 },
-                Outcome::Wait => {
-                    if self.block(at) {
-                        return;
-                    }
-                }
+                Outcome::Wait => match self.wait(at) {
+                    Next::Resume => {}
+                    Next::Switched(next) => at = next,
+                    Next::Decide => return,
+                },
                 Outcome::Off => return self.power_off(at),
                 Outcome::Reset => return self.end_boot(at, BootEnd::Reset),
                 Outcome::Stop(Stop::Clean) => return self.end_boot(at, BootEnd::PowerOff),
@@ -322,13 +328,13 @@ impl CpuScheduler {
     /// of a blocked vCPU that outranks the running one and nothing else is pending, the CPU
     /// goes to that vCPU at once (`switch_at_deadline`); everything else goes through
     /// `handle_interrupts`.
-    fn interrupted(&mut self, at: usize) -> Interrupted {
+    fn interrupted(&mut self, at: usize) -> Next {
         let hyp_timer = self.board.timer_hyp_irq;
         if !self.vms[at].acknowledged(hyp_timer) {
             return if self.handle_interrupts() {
-                Interrupted::Decide
+                Next::Decide
             } else {
-                Interrupted::Resume
+                Next::Resume
             };
         }
         let _ = self.vms[at].take_acknowledged();
@@ -339,11 +345,11 @@ impl CpuScheduler {
         // VM) may change the decision: the general path looks at it and decides.
         if !gic::pending() {
             if let Some(next) = self.switch_at_deadline() {
-                return Interrupted::Switched(next);
+                return Next::Switched(next);
             }
         }
         self.handle_interrupts();
-        Interrupted::Decide
+        Next::Decide
     }
 
     /// The EL2 timer fired while a vCPU ran, nothing else pending: when the run queue
@@ -375,16 +381,25 @@ impl CpuScheduler {
         }
     }
 
-    /// WFI of the running vCPU: it goes on at once if an interrupt is pending for it (its
-    /// virtual timer expired counts, `Vm::has_deliverable_at_wfi`), else it blocks until one
-    /// is; true when it blocked. It stays loaded, so its virtual timer
-    /// keeps running and its PPI wakes it; the deadline joins the run queue (and so the EL2
-    /// timer) only when it is switched out.
-    fn block(&mut self, at: usize) -> bool {
+    /// WFI of the running `vms[at]`: it goes on at once if an interrupt is pending for it
+    /// (its virtual timer expired counts, `Vm::has_deliverable_at_wfi`), else it blocks until
+    /// one is. When a ready vCPU takes over (`RunQueue::block_and_hand_over`: what `block`
+    /// and `pick` would decide, without their search), it is switched in here without a
+    /// return to the scheduler's loop, the blocked one taking its timer's deadline along.
+    /// Otherwise the blocked vCPU stays loaded, so its virtual timer keeps running and its
+    /// PPI wakes it; the deadline joins the run queue (and so the EL2 timer) only when it is
+    /// switched out.
+    fn wait(&mut self, at: usize) -> Next {
         let alone = self.vms.len() == 1;
         let vm = &mut self.vms[at];
         if vm.has_deliverable_at_wfi() {
-            return false;
+            return Next::Resume;
+        }
+        if !alone {
+            let deadline = vm.timer_deadline().filter(|_| vm.is_on());
+            if let Some(id) = self.queue.block_and_hand_over(timer::now(), deadline) {
+                return self.hand_over(id).map_or(Next::Decide, Next::Switched);
+            }
         }
         // The CPU's only vCPU keeps it while it waits: its list registers are chosen now, so
         // that the interrupt that wakes it takes the short injection.
@@ -392,7 +407,24 @@ impl CpuScheduler {
             vm.load_for_wake();
         }
         let _ = self.queue.block(vcpu_of(vm), None);
-        true
+        Next::Decide
+    }
+
+    /// The loaded vCPU blocked and the run queue gave the CPU to `id`, the blocked one's
+    /// deadline already taken (`wait`): it is taken off without a run-queue lookup and `id`
+    /// is put on. Its position then; `None`: the scheduler decides (`id` is rebuilt or off).
+    fn hand_over(&mut self, id: VcpuId) -> Option<usize> {
+        let old = self.loaded_at.take()?;
+        self.loaded = None;
+        self.vms[old].switch_out();
+        let next = self.position(id)?;
+        let vm = &self.vms[next];
+        if vm.rebuilding() || !vm.is_on() {
+            return None;
+        }
+        self.put_on(id, next);
+        self.arm_next_event();
+        Some(next)
     }
 
     /// Wakes a blocked vCPU that has something to take (after an interrupt was forwarded).

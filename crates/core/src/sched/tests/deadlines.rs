@@ -236,3 +236,31 @@ fn a_deadline_preempts_without_a_pick_only_when_pick_would_do_just_that() {
     q.block(LINUX, None).unwrap();
     assert_eq!(q.preempt_at_deadline(10), None);
 }
+
+#[test]
+fn the_rtos_hands_the_cpu_to_linux_at_its_wfi_with_its_deadline() {
+    let mut q = rtos_and_linux();
+    assert_eq!(q.pick(0).run, Some(RTOS));
+    assert_eq!(
+        q.block_and_hand_over(10, Some(10)),
+        None,
+        "a deadline already reached"
+    );
+    assert_eq!(q.running(), Some(RTOS), "the queue is unchanged");
+    assert_eq!(q.block_and_hand_over(10, Some(40)), Some(LINUX));
+    assert_eq!(q.state(RTOS), Some(VcpuState::Blocked));
+    assert_eq!(q.running(), Some(LINUX));
+    assert_eq!(q.next_event(10), Some(40));
+    assert_eq!(q.preempt_at_deadline(40), Some(RTOS));
+    // Nothing else to run: the general path blocks and idles.
+    q.block(LINUX, None).unwrap();
+    assert_eq!(q.block_and_hand_over(50, Some(90)), None);
+    // Two peers wait in one level: `pick` chooses among them.
+    let mut q = queue(&[
+        (RTOS, RTOS_PRIORITY),
+        (LINUX, GPOS_PRIORITY),
+        (OTHER, GPOS_PRIORITY),
+    ]);
+    assert_eq!(q.pick(0).run, Some(RTOS));
+    assert_eq!(q.block_and_hand_over(10, None), None);
+}
