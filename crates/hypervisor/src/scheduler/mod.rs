@@ -383,19 +383,20 @@ impl CpuScheduler {
 
     /// WFI of the running `vms[at]`: it goes on at once if an interrupt is pending for it
     /// (its virtual timer expired counts, `Vm::has_deliverable_at_wfi`), else it blocks until
-    /// one is. When a ready vCPU takes over (`RunQueue::block_and_hand_over`: what `block`
-    /// and `pick` would decide, without their search), it is switched in here without a
-    /// return to the scheduler's loop, the blocked one taking its timer's deadline along.
+    /// one is. On a CPU shared by two vCPUs (the real-time VM beside a GPOS), when the other
+    /// one is ready to take over (`RunQueue::block_and_hand_over`: what `block` and `pick`
+    /// would decide, without their search), it is switched in here without a return to the
+    /// scheduler's loop, the blocked one taking its timer's deadline along.
     /// Otherwise the blocked vCPU stays loaded, so its virtual timer keeps running and its
     /// PPI wakes it; the deadline joins the run queue (and so the EL2 timer) only when it is
     /// switched out.
     fn wait(&mut self, at: usize) -> Next {
-        let alone = self.vms.len() == 1;
+        let (alone, pair) = (self.vms.len() == 1, self.vms.len() == 2);
         let vm = &mut self.vms[at];
         if vm.has_deliverable_at_wfi() {
             return Next::Resume;
         }
-        if !alone {
+        if pair {
             let deadline = vm.timer_deadline().filter(|_| vm.is_on());
             if let Some(id) = self.queue.block_and_hand_over(timer::now(), deadline) {
                 return self.hand_over(id).map_or(Next::Decide, Next::Switched);
@@ -412,16 +413,17 @@ impl CpuScheduler {
 
     /// The loaded vCPU blocked and the run queue gave the CPU to `id`, the blocked one's
     /// deadline already taken (`wait`): it is taken off without a run-queue lookup and `id`
-    /// is put on. Its position then; `None`: the scheduler decides (`id` is rebuilt or off).
+    /// is put on. Its position then; `None`: the scheduler decides, the blocked vCPU still
+    /// loaded (`id` is being rebuilt or is off, which `run_vcpu` handles).
     fn hand_over(&mut self, id: VcpuId) -> Option<usize> {
-        let old = self.loaded_at.take()?;
-        self.loaded = None;
-        self.vms[old].switch_out();
         let next = self.position(id)?;
         let vm = &self.vms[next];
         if vm.rebuilding() || !vm.is_on() {
             return None;
         }
+        let old = self.loaded_at.take()?;
+        self.loaded = None;
+        self.vms[old].switch_out();
         self.put_on(id, next);
         self.arm_next_event();
         Some(next)
