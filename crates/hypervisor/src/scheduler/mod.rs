@@ -364,7 +364,16 @@ impl CpuScheduler {
         if vm.rebuilding() || !vm.is_on() {
             return None;
         }
-        let next = self.switch_to(id, next)?;
+        // The vCPU that leaves was preempted (ready): no run-queue lookup for it.
+        let old = self.loaded_at.take()?;
+        self.loaded = None;
+        self.vms[old].switch_out();
+        let next = if self.migrate_preempted(old, id) {
+            self.position(id)?
+        } else {
+            next
+        };
+        self.put_on(id, next);
         self.arm_next_event();
         Some(next)
     }
