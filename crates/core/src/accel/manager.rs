@@ -343,14 +343,7 @@ impl Manager {
                     self.iface(vm, dev).connected = None;
                     push(out, Action::Disconnect { vm, dev, prr });
                     if held {
-                        push(
-                            out,
-                            Action::Signal {
-                                vm,
-                                dev,
-                                signal: Signal::Preempt,
-                            },
-                        );
+                        push(out, preempted(vm, dev));
                     }
                 }
                 self.give(prr, request, solution.reconfig, now, queued, out);
@@ -578,14 +571,7 @@ impl Manager {
             None => panic!("accelerator manager: PRR {prr} switched for no one"),
         }
         if let Some((vm, dev)) = preempted {
-            push(
-                out,
-                Action::Signal {
-                    vm,
-                    dev,
-                    signal: Signal::Preempt,
-                },
-            );
+            push(out, preempted(vm, dev));
         }
     }
 
@@ -743,6 +729,15 @@ fn signal(request: Request, signal: Signal) -> Action {
         vm: request.vm,
         dev: request.dev,
         signal,
+    }
+}
+
+/// IPC_PREEMPT to interface (vm, dev): its region was taken.
+fn preempted(vm: VmId, dev: DevId) -> Action {
+    Action::Signal {
+        vm,
+        dev,
+        signal: Signal::Preempt,
     }
 }
 
