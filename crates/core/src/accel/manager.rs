@@ -545,8 +545,8 @@ impl Manager {
         if self.prrs.get(p).map(|d| d.state) != Some(PrrState::Switch) {
             return;
         }
-        let preempted = self.prrs[p].client.take();
-        if let Some((vm, dev)) = preempted {
+        let old_client = self.prrs[p].client.take();
+        if let Some((vm, dev)) = old_client {
             push(out, Action::Disconnect { vm, dev, prr });
             let iface = self.iface(vm, dev);
             iface.connected = None;
@@ -570,7 +570,7 @@ impl Manager {
             }
             None => panic!("accelerator manager: PRR {prr} switched for no one"),
         }
-        if let Some((vm, dev)) = preempted {
+        if let Some((vm, dev)) = old_client {
             push(out, preempted(vm, dev));
         }
     }
