@@ -80,9 +80,6 @@ pub struct VirtualGic {
     /// `lrs` holds what the list registers held when the vCPU left the CPU, not yet folded
     /// into the model (`unload` takes no lock; the next `sync` folds them).
     parked: bool,
-    /// The list registers `unload` read into `lrs` when it parked them (the `loaded` bits
-    /// then): those are the ones to write back when they return unchanged.
-    parked_loaded: u16,
     /// The maintenance enables of the last choice (`Vgic::flush_in_place`), for ICH_HCR_EL2.
     hcr: u64,
 }
@@ -106,7 +103,6 @@ impl VirtualGic {
             loaded: ((1u32 << list_registers) - 1) as u16,
             stale: true,
             parked: false,
-            parked_loaded: 0,
             hcr: 0,
         }
     }
@@ -288,12 +284,7 @@ impl VirtualGic {
         if core::mem::take(&mut self.parked) && model.unchanged_since_choice(self.vcpu) {
             // Switched in again and nothing changed in the model since the vCPU left: its
             // list registers go back as it left them, still the model's live ones.
-            for n in bits(self.parked_loaded) {
-                if let Some(&value) = self.lrs.get(n) {
-                    gic_hyp::write_list_register(n, value);
-                }
-            }
-            self.loaded = self.parked_loaded;
+            self.load_list_registers();
             gic_hyp::set_hcr(ICH_HCR_EN | self.hcr);
             return;
         }
@@ -368,7 +359,6 @@ impl VirtualGic {
                 }
             }
             self.parked = true;
-            self.parked_loaded = self.loaded;
             self.stale = true;
         } else {
             // Folded already: their values are of no more use, and `lrs` is left all 0
