@@ -396,6 +396,9 @@ pub struct ShortExits {
     el2_from: u64,
     /// The wake-up of a WFI's short exit that handed its exit over (`interrupted`).
     resumed: Option<u64>,
+    /// The fabric's answer to a request the short exit made (`accelerator`): T_resume ends
+    /// at the guest's next entry (`settle`).
+    answered: Option<u64>,
 }
 
 /// A path's four words: count, min, sum, max.
@@ -424,6 +427,7 @@ impl ShortExits {
             start: cpu.path_start.load(Ordering::Relaxed),
             el2_from: cpu.mark.load(Ordering::Relaxed),
             resumed: None,
+            answered: None,
         }
     }
 
@@ -435,6 +439,9 @@ impl ShortExits {
             return;
         }
         self.waiting = false;
+        if let Some(answered) = self.answered.take() {
+            fold_at(&cpu().resume, 0, entered.wrapping_sub(answered));
+        }
         let el2 = entered.wrapping_sub(self.el2_from);
         self.el2 = self.el2.wrapping_add(el2);
         if let Some(w) = self.words {
@@ -510,6 +517,20 @@ impl ShortExits {
             Counter::DeviceCount
         };
         self.wait_entry(Some(first), start);
+        if let Some(w) = self.words {
+            add_words(w, Counter::TrapsDataAbort, 1);
+        }
+    }
+
+    /// The data-abort short exit made a request to the fabric (a write to an unconnected
+    /// accelerator interface) that began with the exception at `start`, answered at once: its
+    /// trap and EL2 time are counted, and T_resume, from the fabric's answer
+    /// (`answered`) to the guest's next entry (`settle`).
+    #[inline]
+    pub fn accelerator(&mut self, start: u64) {
+        self.wait_entry(None, start);
+        let answered = cpu().answered_at.swap(0, Ordering::Relaxed);
+        self.answered = (answered != 0).then_some(answered);
         if let Some(w) = self.words {
             add_words(w, Counter::TrapsDataAbort, 1);
         }
