@@ -315,9 +315,8 @@ fn hypercall_local<R: Registers>(
     smc: bool,
 ) -> Result<ShortPath, Light> {
     let x = regs.caller_saved();
-    let mut args = [0u64; CALL_REGISTERS];
-    args.copy_from_slice(&x[..CALL_REGISTERS]);
-    match respond_local(&args, imm, hypercall::counters_value).ok_or(Light::General)? {
+    let response = respond_local(&x[..CALL_REGISTERS], imm, hypercall::counters_value);
+    match response.ok_or(Light::General)? {
         Response::Return { x0, x1 } => {
             x[0] = x0;
             if let Some(x1) = x1 {
