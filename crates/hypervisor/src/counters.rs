@@ -258,13 +258,7 @@ pub fn answered() {
 pub fn resume_stats() -> PathStats {
     let mut all = PathStats::default();
     for cpu in &CPUS {
-        let w = &cpu.resume;
-        all.merge(&PathStats {
-            count: w[0].load(Ordering::Relaxed),
-            min: w[1].load(Ordering::Relaxed),
-            sum: w[2].load(Ordering::Relaxed),
-            max: w[3].load(Ordering::Relaxed),
-        });
+        all.merge(&words_at(&cpu.resume, 0));
     }
     all
 }
@@ -328,26 +322,42 @@ fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
     words_at(w, first as usize)
 }
 
-/// The path whose first word is at `at`, as its words hold it.
+/// The path whose first word is at `at`, as its words hold it: count, the minimum's
+/// complement, sum, max (`fold_at`).
 #[inline]
 fn words_at(w: &[AtomicU64], at: usize) -> PathStats {
+    let count = w[at].load(Ordering::Relaxed);
     PathStats {
-        count: w[at].load(Ordering::Relaxed),
-        min: w[at + 1].load(Ordering::Relaxed),
+        count,
+        min: if count == 0 {
+            0
+        } else {
+            !w[at + 1].load(Ordering::Relaxed)
+        },
         sum: w[at + 2].load(Ordering::Relaxed),
         max: w[at + 3].load(Ordering::Relaxed),
     }
 }
 
-/// Folds one sample into the path of `w` whose first word is at `at`.
-#[inline]
+/// Folds one sample into the path of `w` whose first word is at `at`. The minimum is kept
+/// as its complement, the largest complement: a path without samples (all words zero)
+/// takes its first sample as every later one, without a test of the count.
+#[inline(always)]
 fn fold_at(w: &[AtomicU64], at: usize, ns: u64) {
-    let mut stats = words_at(w, at);
-    stats.add(ns);
-    w[at].store(stats.count, Ordering::Relaxed);
-    w[at + 1].store(stats.min, Ordering::Relaxed);
-    w[at + 2].store(stats.sum, Ordering::Relaxed);
-    w[at + 3].store(stats.max, Ordering::Relaxed);
+    let count = &w[at];
+    let not_min = &w[at + 1];
+    let sum = &w[at + 2];
+    let max = &w[at + 3];
+    count.store(
+        count.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
+    not_min.store(not_min.load(Ordering::Relaxed).max(!ns), Ordering::Relaxed);
+    sum.store(
+        sum.load(Ordering::Relaxed).wrapping_add(ns),
+        Ordering::Relaxed,
+    );
+    max.store(max.load(Ordering::Relaxed).max(ns), Ordering::Relaxed);
 }
 
 /// VM `vm`'s vCPU came back from the world switch, which left the guest at `now` (the
@@ -470,19 +480,7 @@ impl ShortExits {
             Counter::El2Ns,
             entered.wrapping_sub(self.el2_from),
         );
-        let path = self.path;
-        let ns = entered.wrapping_sub(self.start);
-        let mut stats = PathStats {
-            count: path[0].load(Ordering::Relaxed),
-            min: path[1].load(Ordering::Relaxed),
-            sum: path[2].load(Ordering::Relaxed),
-            max: path[3].load(Ordering::Relaxed),
-        };
-        stats.add(ns);
-        path[0].store(stats.count, Ordering::Relaxed);
-        path[1].store(stats.min, Ordering::Relaxed);
-        path[2].store(stats.sum, Ordering::Relaxed);
-        path[3].store(stats.max, Ordering::Relaxed);
+        fold_at(self.path, 0, entered.wrapping_sub(self.start));
     }
 
     /// A short exit that began at `start` waits for the guest's entry with a sample of the

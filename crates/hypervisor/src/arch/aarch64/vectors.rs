@@ -342,9 +342,9 @@ global_asm!(
     stp     x0, x1, [sp, #-32]!
     mrs     x0, esr_el2
     lsr     x0, x0, #26
-    mov     x1, #0
     cmp     x0, #0x24
     b.eq    guest_data_abort_\clock
+    mov     x1, #0
     cmp     x0, #0x16
     b.eq    guest_light_\clock
     cmp     x0, #0x18
