@@ -372,7 +372,7 @@ fn answer_local(call: Hypercall, read_counter: impl FnOnce(u64, u64) -> Option<u
         Hypercall::SmcccVersion => Response::value(SMCCC_VERSION_1_1),
         Hypercall::PartitaVersion => Response::Return {
             x0: ret::SUCCESS,
-            x1: Some(partita_version()),
+            x1: Some(const { partita_version() }),
         },
         Hypercall::PartitaCounter { vm, counter } => match read_counter(vm, counter) {
             Some(value) => Response::Return {

@@ -95,11 +95,32 @@ impl ShortExitHandler for ShortExit<'_> {
         }
     }
 
-    /// The same with the guest's caller-saved registers only.
+    /// A WFx or SMC with the guest's caller-saved registers only.
     #[inline]
-    fn light(&mut self, regs: &mut CallerSaved, start: u64, exit: Exit) -> Light {
+    fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
         self.counters.settle(regs.entered());
-        self.dispatch(regs, start, exit)
+        self.dispatch(regs, start, Exit::Synchronous)
+    }
+
+    /// An HVC with the guest's caller-saved registers: the call answered
+    /// (`hypercall_local`), without asking ESR_EL2's class again.
+    #[inline]
+    fn hypercall(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
+        self.counters.settle(regs.entered());
+        match hypercall_local(regs, self.shared, ESR_EL2.get() as u16, false) {
+            Ok(path) => {
+                self.counters.done(start, path);
+                Light::Done
+            }
+            Err(light) => light,
+        }
+    }
+
+    /// A physical IRQ with the guest's caller-saved registers.
+    #[inline]
+    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
+        self.counters.settle(regs.entered());
+        self.dispatch(regs, start, Exit::Irq)
     }
 
     /// A data abort taken at `start`, with the guest's caller-saved registers: a

@@ -56,9 +56,17 @@ pub enum Exit {
     SError,
 }
 
-/// The world switch's entry: `(regs, short, call, data_abort, light)` → the exit kind.
-type EnterGuest =
-    unsafe extern "C" fn(*mut GuestRegs, *mut c_void, ShortCall, DataAbortCall, LightCall) -> u64;
+/// The world switch's entry: `(regs, short, call, data_abort, hypercall, interrupt, light)`
+/// → the exit kind (the four light entries' handlers: `light_exit`).
+type EnterGuest = unsafe extern "C" fn(
+    *mut GuestRegs,
+    *mut c_void,
+    ShortCall,
+    LightCall,
+    LightCall,
+    LightCall,
+    LightCall,
+) -> u64;
 
 // One vector table and world switch per EL2 clock (`read_clock` in the assembly): with the
 // PMU cycle counter, and with the generic counter on a CPU without a PMU.
@@ -67,14 +75,18 @@ extern "C" {
         regs: *mut GuestRegs,
         short: *mut c_void,
         call: ShortCall,
-        data_abort: DataAbortCall,
+        data_abort: LightCall,
+        hypercall: LightCall,
+        interrupt: LightCall,
         light: LightCall,
     ) -> u64;
     fn enter_guest_counter(
         regs: *mut GuestRegs,
         short: *mut c_void,
         call: ShortCall,
-        data_abort: DataAbortCall,
+        data_abort: LightCall,
+        hypercall: LightCall,
+        interrupt: LightCall,
         light: LightCall,
     ) -> u64;
     static partita_vectors_pmu: u8;
@@ -84,12 +96,16 @@ extern "C" {
 /// How the vectors call the short exit: `(clock, regs, short, exit kind)` → `DONE`, or the
 /// exit kind the world switch (`enter_guest`) returns.
 type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
-/// How the data-abort vector calls `ShortExitHandler::data_abort`: `(clock, regs, short)` → a
+/// How a light entry calls its `ShortExitHandler` method: `(clock, regs, short)` → a
 /// `Light` as u64.
-type DataAbortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
-/// How the IRQ vector and the synchronous one (WFx, HVC, SMC) call
-/// `ShortExitHandler::light`: `(clock, regs, short, exit kind)` → a `Light` as u64.
-type LightCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
+type LightCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
+
+/// Which `ShortExitHandler` method a light entry's handler calls (`light_exit`): each entry
+/// has its own, so that no handler asks again which exit it has.
+const DATA_ABORT: u8 = 0;
+const HYPERCALL: u8 = 1;
+const INTERRUPT: u8 = 2;
+const WFX_SMC: u8 = 3;
 
 /// The short exits of an entered vCPU (`enter_guest`).
 pub trait ShortExitHandler {
@@ -101,13 +117,21 @@ pub trait ShortExitHandler {
     /// exit did nothing).
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled;
 
-    /// A physical IRQ, or a WFx, HVC or SMC from the guest, taken at `start`, asked first, with only the guest's caller-saved registers saved and ELR
-    /// and SPSR in ELR_EL2 and SPSR_EL2 (`CallerSaved`). Whatever it does not finish it must
-    /// leave untouched, except as `Light::Interrupted` says.
-    fn light(&mut self, regs: &mut CallerSaved, start: u64, exit: Exit) -> Light;
+    /// A WFx or SMC from the guest, taken at `start`, asked first, with only the guest's
+    /// caller-saved registers saved and ELR and SPSR in ELR_EL2 and SPSR_EL2
+    /// (`CallerSaved`). Whatever it does not finish it must leave untouched, except as
+    /// `Light::Interrupted` says.
+    fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
 
-    /// A data abort from the guest taken at `start`: `light` for the data-abort vector,
-    /// which knows the class already.
+    /// An HVC from the guest taken at `start`: `light` for the HVC, which the vector
+    /// knows already.
+    fn hypercall(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
+
+    /// A physical IRQ taken at `start`: `light` for the IRQ vector.
+    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
+
+    /// A data abort from the guest taken at `start`: `light` for the data abort, which the
+    /// vector knows already.
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
 }
 
@@ -196,8 +220,10 @@ impl CallerSaved {
 /// (`ShortExitHandler`).
 pub fn enter_guest<S: ShortExitHandler>(regs: &mut GuestRegs, short: &mut S) -> Exit {
     let call: ShortCall = short_exit::<S>;
-    let data_abort: DataAbortCall = data_abort_exit::<S>;
-    let light: LightCall = light_exit::<S>;
+    let data_abort: LightCall = light_exit::<S, DATA_ABORT>;
+    let hypercall: LightCall = light_exit::<S, HYPERCALL>;
+    let interrupt: LightCall = light_exit::<S, INTERRUPT>;
+    let light: LightCall = light_exit::<S, WFX_SMC>;
     let short = core::ptr::from_mut(short).cast::<c_void>();
     // The world switch of this CPU's clock, as `install` chose its vectors.
     let enter: EnterGuest = if crate::counters::has_pmu() {
@@ -208,11 +234,10 @@ pub fn enter_guest<S: ShortExitHandler>(regs: &mut GuestRegs, short: &mut S) -> 
     // SAFETY: `regs` is a valid, exclusively borrowed register file for the duration of the
     // call; the assembly saves and restores every callee-saved register of the host and
     // returns on the same stack. `short` is an exclusively borrowed `S`, used only by
-    // `call`, `data_abort` and `light` (`short_exit`, `data_abort_exit`, `light_exit`) during
-    // the call.
+    // `call` and the light entries' handlers (`short_exit`, `light_exit`) during the call.
     // Stage 2, HCR_EL2 and the EL1 context of this guest are loaded by the caller, so the
     // guest can only reach its own memory.
-    let kind = unsafe { enter(regs, short, call, data_abort, light) };
+    let kind = unsafe { enter(regs, short, call, data_abort, hypercall, interrupt, light) };
     Exit::from_kind(kind)
 }
 
@@ -257,9 +282,10 @@ extern "C" fn short_exit<S: ShortExitHandler>(
     }
 }
 
-/// Called by the data-abort vector with the guest's caller-saved registers saved
-/// (`CallerSaved`): what `short` did, as `Light`'s value.
-extern "C" fn data_abort_exit<S: ShortExitHandler>(
+/// Called by a light entry (`ENTRY`: the data abort, the HVC, the IRQ, or a WFx or SMC)
+/// with the guest's caller-saved registers saved (`CallerSaved`): what `short` did, as
+/// `Light`'s value.
+extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
@@ -268,20 +294,13 @@ extern "C" fn data_abort_exit<S: ShortExitHandler>(
     // borrowed register file and `short` its `&mut S`. `CallerSaved` is a transparent
     // wrapper of `GuestRegs`, so the cast keeps layout and validity.
     let (regs, short) = unsafe { (&mut *regs.cast::<CallerSaved>(), &mut *short.cast::<S>()) };
-    short.data_abort(regs, start) as u64
-}
-
-/// Called by the IRQ vector and the synchronous one with the guest's caller-saved registers
-/// saved (`CallerSaved`) and the exit kind: what `short` did, as `Light`'s value.
-extern "C" fn light_exit<S: ShortExitHandler>(
-    start: u64,
-    regs: *mut GuestRegs,
-    short: *mut c_void,
-    kind: u64,
-) -> u64 {
-    // SAFETY: as in `data_abort_exit`.
-    let (regs, short) = unsafe { (&mut *regs.cast::<CallerSaved>(), &mut *short.cast::<S>()) };
-    short.light(regs, start, Exit::from_kind(kind)) as u64
+    let light = match ENTRY {
+        DATA_ABORT => short.data_abort(regs, start),
+        HYPERCALL => short.hypercall(regs, start),
+        INTERRUPT => short.interrupt(regs, start),
+        _ => short.light(regs, start),
+    };
+    light as u64
 }
 
 /// Points VBAR_EL2 at Partita's vector table on this CPU: the one whose clock this CPU has
@@ -328,12 +347,12 @@ global_asm!(
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
     mov     x1, #1
-    b       guest_light_\clock
+    b       guest_irq_\clock
 .endm
 
-// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) takes its own short exit
-// (`guest_data_abort`), HVC (0x16), WFx (0x01) or SMC (0x17) the light one (`guest_light`),
-// both with the guest's x2..x30 still live; a trapped system register (0x18), which may name
+// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) and an HVC (0x16) take their
+// own light entries (`guest_data_abort`, `guest_hvc`), WFx (0x01) or SMC (0x17) the shared
+// one (`guest_light`), all with the guest's x2..x30 still live; a trapped system register (0x18), which may name
 // any register, the short exit with every register saved (`guest_short`); any other
 // returns. The classes are tested in that order, the commonest first (the `ccmp` makes
 // "WFx or SMC" one test).
@@ -346,7 +365,7 @@ global_asm!(
     b.eq    guest_data_abort_\clock
     mov     x1, #0
     cmp     x0, #0x16
-    b.eq    guest_light_\clock
+    b.eq    guest_hvc_\clock
     cmp     x0, #0x18
     b.eq    guest_short_\clock
     cmp     x0, #0x01
@@ -395,6 +414,39 @@ global_asm!(
     stp     x4, x5, [x1, #{elr}]
 .endm
 
+// A light entry `\name\()_\clock` (`world_switch`): the kind in \kind, the handler at
+// [sp, #\call] above the vector's push.
+.macro light_entry name, kind, call, clock
+\name\()_\clock:
+    read_clock x0, \clock
+    stp     x0, \kind, [sp, #16]
+    ldr     x1, [sp, #32]
+    save_caller
+    ldr     x2, [sp, #40]
+    ldr     x3, [sp, #(32 + \call)]
+    blr     x3
+    cmp     x0, #1
+    b.ne    light_general_\clock
+    add     sp, sp, #32
+    ldr     x0, [sp]
+    ldp     x2, x3, [x0, #16]
+    ldp     x4, x5, [x0, #32]
+    ldp     x6, x7, [x0, #48]
+    ldp     x8, x9, [x0, #64]
+    ldp     x10, x11, [x0, #80]
+    ldp     x12, x13, [x0, #96]
+    ldp     x14, x15, [x0, #112]
+    ldp     x16, x17, [x0, #128]
+    ldr     x18, [x0, #144]
+    ldr     x30, [x0, #240]
+    read_clock x1, \clock
+    str     x1, [x0, #{entered}]
+    ldp     x0, x1, [x0, #0]
+    eret
+    dsb     nsh
+    isb
+.endm
+
 // Stores the guest's caller-saved registers into `GuestRegs` at x1: x2..x18 and x30 as they
 // are, x0 and x1 from the vector's push (kept). Clobbers x2, x3.
 .macro save_caller
@@ -436,10 +488,11 @@ partita_vectors_\clock:
     guest_vector 2, \clock
     guest_vector 3, \clock
 
-// `enter_guest_\clock(regs, short, call, data_abort, light)`: its frame, above the host's
-// callee-saved registers, holds the five arguments (regs at [sp], short at [sp, #8], call
-// at [sp, #16], data_abort at [sp, #24], light at [sp, #32]); while the guest runs, a
-// vector's push of 32 bytes lies below it.
+// `enter_guest_\clock(regs, short, call, data_abort, hypercall, interrupt, light)`: its
+// frame, above the host's callee-saved registers, holds the seven arguments (regs at [sp],
+// short at [sp, #8], call at [sp, #16], then the light entries' handlers: data_abort at
+// [sp, #24], hypercall at [sp, #32], interrupt at [sp, #40], light at [sp, #48]); while
+// the guest runs, a vector's push of 32 bytes lies below it.
 .section .text.enter_guest_\clock, "ax"
 .global enter_guest_\clock
 enter_guest_\clock:
@@ -449,6 +502,7 @@ enter_guest_\clock:
     stp     x23, x24, [sp, #-16]!
     stp     x21, x22, [sp, #-16]!
     stp     x19, x20, [sp, #-16]!
+    stp     x6, x7, [sp, #-16]!
     stp     x4, x5, [sp, #-16]!
     stp     x2, x3, [sp, #-16]!
     stp     x0, x1, [sp, #-16]!
@@ -503,60 +557,25 @@ short_call_\clock:
     ldr     x0, [sp]
     b       load_guest_\clock
 
-// Entered from the IRQ or synchronous vector with the guest's x0, x1 pushed (32 bytes), the
-// exit kind in x1 and x2..x30 live: reads the clock, saves the guest's caller-saved
-// registers (x0..x18, x30) and calls `light(clock, regs, short, kind)` (`enter_guest_\clock`'s
-// fifth argument). The Rust code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the
-// guest's (EL2 takes no exception it returns from; a finished exit moves ELR_EL2 itself).
-// Its answer, a `Light`, goes to `light_return_\clock`. The push's free half keeps the clock and
-// the kind.
-guest_light_\clock:
-    read_clock x0, \clock
-    stp     x0, x1, [sp, #16]
-    ldr     x1, [sp, #32]
-    save_caller
-    ldr     x2, [sp, #40]
-    ldr     x3, [sp, #24]
-    ldr     x4, [sp, #64]
-    blr     x4
-    b       light_return_\clock
-
-// The same for a data abort (kind 0), with `data_abort(clock, regs, short)`
-// (`enter_guest_\clock`'s fourth argument).
-guest_data_abort_\clock:
-    read_clock x0, \clock
-    stp     x0, xzr, [sp, #16]
-    ldr     x1, [sp, #32]
-    save_caller
-    ldr     x2, [sp, #40]
-    ldr     x3, [sp, #56]
-    blr     x3
-// After `Light::Done` (1) only the saved registers are loaded back. Otherwise x19..x29, ELR
+// The light entries, entered from a vector with the guest's x0, x1 pushed (32 bytes), the
+// exit kind in x1 (a data abort: 0) and x2..x30 live: each reads the clock, saves the
+// guest's caller-saved registers (x0..x18, x30) and calls its handler `(clock, regs, short)`
+// (`enter_guest_\clock`'s argument at [sp, #\call] once the push is taken off). The Rust
+// code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the guest's (EL2 takes no
+// exception it returns from; a finished exit moves ELR_EL2 itself). Its answer, a `Light`,
+// finishes the entry: after `Light::Done` (1) only the saved registers are loaded back and
+// the guest runs on; otherwise the exit goes on at `light_general_\clock`. The push's free
+// half keeps the clock and the kind.
+light_entry guest_irq, x1, 40, \clock
+light_entry guest_hvc, x1, 32, \clock
+light_entry guest_light, x1, 48, \clock
+light_entry guest_data_abort, xzr, 24, \clock
+// A light entry's handler did not finish the exit (`Light` in x0 not `Done`): x19..x29, ELR
 // and SPSR are saved as well and the exit goes to the general short exit (`AllRegisters`,
 // 2, with the same clock and kind) or returns to the host (`General`, 0, with the kind as
 // taken; `Interrupted`, 3, as an IRQ).
-light_return_\clock:
-    cmp     x0, #1
-    b.ne    4f
-    add     sp, sp, #32
-    ldr     x0, [sp]
-    ldp     x2, x3, [x0, #16]
-    ldp     x4, x5, [x0, #32]
-    ldp     x6, x7, [x0, #48]
-    ldp     x8, x9, [x0, #64]
-    ldp     x10, x11, [x0, #80]
-    ldp     x12, x13, [x0, #96]
-    ldp     x14, x15, [x0, #112]
-    ldp     x16, x17, [x0, #128]
-    ldr     x18, [x0, #144]
-    ldr     x30, [x0, #240]
-    read_clock x1, \clock
-    str     x1, [x0, #{entered}]
-    ldp     x0, x1, [x0, #0]
-    eret
-    dsb     nsh
-    isb
-4:  ldr     x1, [sp, #32]
+light_general_\clock:
+    ldr     x1, [sp, #32]
     stp     x19, x20, [x1, #152]
     stp     x21, x22, [x1, #168]
     stp     x23, x24, [x1, #184]
@@ -587,7 +606,7 @@ guest_exit_\clock:
 
 // Returns from `enter_guest_\clock` with the exit kind in x0.
 restore_host_\clock:
-    add     sp, sp, #48
+    add     sp, sp, #64
     ldp     x19, x20, [sp], #16
     ldp     x21, x22, [sp], #16
     ldp     x23, x24, [sp], #16
