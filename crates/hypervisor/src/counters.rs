@@ -26,14 +26,10 @@ use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg};
 
 /// VMs with counters (configuration indices below this); others are not counted.
 const MAX_VMS: usize = 16;
-/// Words per VM: one per counter (`ElapsedNs`'s is unused), paths as count, min, sum, max,
-/// and a path's words that are never read (`SPARE_PATH`). The device path's words hold the
-/// device accesses other than UART data-register writes (`UartWrite*`'s words), so a short
-/// exit folds one sample; `Device*` reads both together.
-const WORDS: usize = Counter::ALL.len() + 4;
-/// The first of the path words a sample without a path folds into: written, never read, so
-/// the short exits fold every sample the same way (`ShortExits`).
-const SPARE_PATH: usize = Counter::ALL.len();
+/// Words per VM: one per counter (`ElapsedNs`'s is unused), paths as count, min, sum, max.
+/// The device path's words hold the device accesses other than UART data-register writes
+/// (`UartWrite*`'s words), so a short exit folds one sample; `Device*` reads both together.
+const WORDS: usize = Counter::ALL.len();
 
 /// Why the last vCPU of a CPU exited, as far as the hot paths care.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -239,7 +235,9 @@ pub fn clock_ns() -> u64 {
     clock()
 }
 
-/// A data abort taken at `start` (the vector's clock) goes to the general path.
+/// A data abort taken at `start` (the vector's clock) goes to the general path (out of the
+/// short exits' line: they finish most).
+#[cold]
 pub fn abort_taken(start: u64) {
     cpu().abort_at.store(start, Ordering::Relaxed);
 }
@@ -408,16 +406,15 @@ pub enum ShortPath {
 /// path (`finish`).
 ///
 /// Cheap by construction: the words are found once, when the vCPU is entered; a VM without
-/// counters writes into this CPU's `SPARE` words and a sample without a path into the spare
-/// path words (`SPARE_PATH`), so no update asks whether it has a word; and the short exits'
-/// EL2 time is not summed apart: it is what they added to the VM's `El2Ns` word on this
-/// CPU, which nothing else writes while the vCPU is entered.
+/// counters writes into this CPU's `SPARE` words, so no update asks whether it has words;
+/// and the short exits' EL2 time is not summed apart: it is what they added to the VM's
+/// `El2Ns` word on this CPU, which nothing else writes while the vCPU is entered.
 pub struct ShortExits {
     words: &'static [AtomicU64; WORDS],
     /// A sample waits for the guest's next entry to end it (`settle`) ...
     waiting: bool,
-    /// ... with its path's words ...
-    path: &'static PathWords,
+    /// ... with its path's words (none: EL2 time alone, as a sent SGI's) ...
+    path: Option<&'static PathWords>,
     /// ... its start (the clock at its exit's vector, or at the wake-up) ...
     start: u64,
     /// ... and where its EL2 time starts: `start` for a short exit's; for the general
@@ -435,16 +432,11 @@ pub struct ShortExits {
 type PathWords = [AtomicU64; 4];
 
 /// The words of the path of `w` whose first word is at `at` (a constant on the hot paths, so
-/// the lookup is an address); the spare path's (`SPARE_PATH`) for an `at` past the paths.
+/// the lookup is an address); none past the words.
 #[inline(always)]
-fn path_words(w: &'static [AtomicU64; WORDS], at: usize) -> &'static PathWords {
-    w.get(at.min(SPARE_PATH)..)
-        .and_then(<[AtomicU64]>::first_chunk)
-        .unwrap_or(&NO_PATH_WORDS)
+fn path_words(w: &'static [AtomicU64; WORDS], at: usize) -> Option<&'static PathWords> {
+    w.get(at..)?.first_chunk()
 }
-
-/// What `path_words` would give for a path that does not fit in the words (none does).
-static NO_PATH_WORDS: PathWords = [const { AtomicU64::new(0) }; 4];
 
 impl ShortExits {
     /// For VM `vm`'s vCPU, about to be entered on this CPU: it takes the path `entering`
@@ -458,7 +450,9 @@ impl ShortExits {
         ShortExits {
             words,
             waiting: word != NO_WORD,
-            path: path_words(words, usize::try_from(word).unwrap_or(SPARE_PATH)),
+            path: usize::try_from(word)
+                .ok()
+                .and_then(|at| path_words(words, at)),
             start: cpu.path_start.load(Ordering::Relaxed),
             el2_from: cpu.mark.load(Ordering::Relaxed),
             el2_before: words[Counter::El2Ns as usize].load(Ordering::Relaxed),
@@ -480,7 +474,9 @@ impl ShortExits {
             Counter::El2Ns,
             entered.wrapping_sub(self.el2_from),
         );
-        fold_at(self.path, 0, entered.wrapping_sub(self.start));
+        if let Some(path) = self.path {
+            fold_at(path, 0, entered.wrapping_sub(self.start));
+        }
     }
 
     /// A short exit that began at `start` waits for the guest's entry with a sample of the
@@ -488,7 +484,7 @@ impl ShortExits {
     #[inline(always)]
     fn wait_entry(&mut self, first: Option<Counter>, start: u64) {
         self.waiting = true;
-        self.path = path_words(self.words, first.map_or(SPARE_PATH, |c| c as usize));
+        self.path = first.and_then(|first| path_words(self.words, first as usize));
         self.start = start;
         self.el2_from = start;
     }

@@ -352,10 +352,11 @@ global_asm!(
 
 // Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) and an HVC (0x16) take their
 // own light entries (`guest_data_abort`, `guest_hvc`), WFx (0x01) or SMC (0x17) the shared
-// one (`guest_light`), all with the guest's x2..x30 still live; a trapped system register (0x18), which may name
-// any register, the short exit with every register saved (`guest_short`); any other
-// returns. The classes are tested in that order, the commonest first (the `ccmp` makes
-// "WFx or SMC" one test).
+// one (`guest_light`), all with the guest's x2..x30 still live; a trapped system register
+// (0x18), which may name any register, the short exit with every register saved
+// (`guest_short`); any other returns. The classes are tested in the order data abort,
+// system register (a self-SGI: Thread-Metric's and Rhealstone's interrupt tests), HVC,
+// then WFx or SMC in one test (`ccmp`).
 .macro guest_sync_vector clock
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
@@ -363,11 +364,11 @@ global_asm!(
     lsr     x0, x0, #26
     cmp     x0, #0x24
     b.eq    guest_data_abort_\clock
+    cmp     x0, #0x18
+    b.eq    guest_short_\clock
     mov     x1, #0
     cmp     x0, #0x16
     b.eq    guest_hvc_\clock
-    cmp     x0, #0x18
-    b.eq    guest_short_\clock
     cmp     x0, #0x01
     ccmp    x0, #0x17, #4, ne
     b.eq    guest_light_\clock
