@@ -120,8 +120,10 @@ pub enum Hypercall {
     },
 }
 
-/// The bytes of one PARTITA_CONSOLE_WRITE.
+/// The bytes of one PARTITA_CONSOLE_WRITE. Aligned as the registers they come from, so that
+/// moving a `Hypercall` or `Response` that holds them copies words, not bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(8))]
 pub struct ConsoleBytes {
     bytes: [u8; CONSOLE_CHUNK],
     len: u8,
