@@ -95,6 +95,20 @@ impl ShortExitHandler for ShortExit<'_> {
         }
     }
 
+    /// A trapped system register with every guest register: an SGI sent (`sgi`), without
+    /// asking ESR_EL2's class again.
+    #[inline]
+    fn system_register(&mut self, regs: &mut GuestRegs, start: u64) -> Handled {
+        self.counters.settle(regs.entered);
+        match self.sgi(regs, ESR_EL2.get()) {
+            Ok(path) => {
+                self.counters.done(start, path);
+                Handled::Done
+            }
+            Err(_) => Handled::Return(Exit::Synchronous),
+        }
+    }
+
     /// A WFx or SMC with the guest's caller-saved registers only.
     #[inline]
     fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
@@ -215,7 +229,7 @@ impl<'a> ShortExit<'a> {
 
     #[inline(always)]
     fn synchronous<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let shared = self.shared;
         let len = if esr & ESR_IL != 0 { 4 } else { 2 };
         match esr >> 26 {
             EC_HVC64 => hypercall_local(regs, shared, esr as u16, false),
@@ -224,21 +238,28 @@ impl<'a> ShortExit<'a> {
                 regs.advance(len);
                 Ok(path)
             }
-            EC_SYSREG => {
-                let access = SysregAccess::decode((esr & 0x1ff_ffff) as u32);
-                if access.id != ICC_SGI1R_EL1 || access.read {
-                    return Err(Light::General);
-                }
-                let value = regs.read(access.register).ok_or(Light::AllRegisters)?;
-                let mut hw = shared.hardware();
-                vgic.send_sgi(&mut hw.vgic, value);
-                shared.kick_touched(&mut hw.vgic, self.vcpu);
-                vgic.before_entry(&mut hw.vgic);
-                regs.advance(len);
-                Ok(ShortPath::Sgi)
-            }
+            EC_SYSREG => self.sgi(regs, esr),
             _ => Err(Light::General),
         }
+    }
+
+    /// A trapped system register access (ESR_EL2 `esr`): an ICC_SGI1R_EL1 write is made
+    /// pending on its targets, other vCPUs' CPUs kicked, this vCPU's list registers chosen
+    /// again.
+    #[inline(always)]
+    fn sgi<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
+        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let access = SysregAccess::decode((esr & 0x1ff_ffff) as u32);
+        if access.id != ICC_SGI1R_EL1 || access.read {
+            return Err(Light::General);
+        }
+        let value = regs.read(access.register).ok_or(Light::AllRegisters)?;
+        let mut hw = shared.hardware();
+        vgic.send_sgi(&mut hw.vgic, value);
+        shared.kick_touched(&mut hw.vgic, self.vcpu);
+        vgic.before_entry(&mut hw.vgic);
+        regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
+        Ok(ShortPath::Sgi)
     }
 
     /// A trapped WFI (ESR_EL2 `esr`, taken at `start`) of the CPU's only vCPU: what the

@@ -56,8 +56,9 @@ pub enum Exit {
     SError,
 }
 
-/// The world switch's entry: `(regs, short, call, data_abort, hypercall, interrupt, light)`
-/// → the exit kind (the four light entries' handlers: `light_exit`).
+/// The world switch's entry: `(regs, short, call, data_abort, hypercall, interrupt, light,
+/// system_register)` → the exit kind (the four light entries' handlers: `light_exit`; the
+/// full short exit's two: `short_exit`).
 type EnterGuest = unsafe extern "C" fn(
     *mut GuestRegs,
     *mut c_void,
@@ -66,6 +67,7 @@ type EnterGuest = unsafe extern "C" fn(
     LightCall,
     LightCall,
     LightCall,
+    ShortCall,
 ) -> u64;
 
 // One vector table and world switch per EL2 clock (`read_clock` in the assembly): with the
@@ -79,6 +81,7 @@ extern "C" {
         hypercall: LightCall,
         interrupt: LightCall,
         light: LightCall,
+        system_register: ShortCall,
     ) -> u64;
     fn enter_guest_counter(
         regs: *mut GuestRegs,
@@ -88,6 +91,7 @@ extern "C" {
         hypercall: LightCall,
         interrupt: LightCall,
         light: LightCall,
+        system_register: ShortCall,
     ) -> u64;
     static partita_vectors_pmu: u8;
     static partita_vectors_counter: u8;
@@ -106,6 +110,10 @@ const DATA_ABORT: u8 = 0;
 const HYPERCALL: u8 = 1;
 const INTERRUPT: u8 = 2;
 const WFX_SMC: u8 = 3;
+/// The same for the full short exit's handlers (`short_exit`): any exit, or a trapped
+/// system register, which the vector knows.
+const ANY: u8 = 0;
+const SYSTEM_REGISTER: u8 = 1;
 
 /// The short exits of an entered vCPU (`enter_guest`).
 pub trait ShortExitHandler {
@@ -116,6 +124,10 @@ pub trait ShortExitHandler {
     /// `Handled::Return` returns an exit from `enter_guest` (`exit` itself when the short
     /// exit did nothing).
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled;
+
+    /// A trapped system register access (ESR_EL2.EC 0x18) taken at `start` with every
+    /// guest register saved: `exit` for it, which the vector knows already.
+    fn system_register(&mut self, regs: &mut GuestRegs, start: u64) -> Handled;
 
     /// A WFx or SMC from the guest, taken at `start`, asked first, with only the guest's
     /// caller-saved registers saved and ELR and SPSR in ELR_EL2 and SPSR_EL2
@@ -219,7 +231,8 @@ impl CallerSaved {
 /// Runs the guest with `regs` until it traps to EL2 with an exit `short` does not finish
 /// (`ShortExitHandler`).
 pub fn enter_guest<S: ShortExitHandler>(regs: &mut GuestRegs, short: &mut S) -> Exit {
-    let call: ShortCall = short_exit::<S>;
+    let call: ShortCall = short_exit::<S, ANY>;
+    let system_register: ShortCall = short_exit::<S, SYSTEM_REGISTER>;
     let data_abort: LightCall = light_exit::<S, DATA_ABORT>;
     let hypercall: LightCall = light_exit::<S, HYPERCALL>;
     let interrupt: LightCall = light_exit::<S, INTERRUPT>;
@@ -234,10 +247,21 @@ pub fn enter_guest<S: ShortExitHandler>(regs: &mut GuestRegs, short: &mut S) -> 
     // SAFETY: `regs` is a valid, exclusively borrowed register file for the duration of the
     // call; the assembly saves and restores every callee-saved register of the host and
     // returns on the same stack. `short` is an exclusively borrowed `S`, used only by
-    // `call` and the light entries' handlers (`short_exit`, `light_exit`) during the call.
+    // the handlers (`short_exit`, `light_exit`) during the call.
     // Stage 2, HCR_EL2 and the EL1 context of this guest are loaded by the caller, so the
     // guest can only reach its own memory.
-    let kind = unsafe { enter(regs, short, call, data_abort, hypercall, interrupt, light) };
+    let kind = unsafe {
+        enter(
+            regs,
+            short,
+            call,
+            data_abort,
+            hypercall,
+            interrupt,
+            light,
+            system_register,
+        )
+    };
     Exit::from_kind(kind)
 }
 
@@ -264,9 +288,10 @@ impl Exit {
 }
 
 /// Called by the vectors with the guest's registers saved and the host's not yet restored
-/// (on the EL2 stack below the world switch's frame): `DONE` when `short` finished the exit
-/// and the guest is loaded back, else the kind of the exit the world switch returns.
-extern "C" fn short_exit<S: ShortExitHandler>(
+/// (on the EL2 stack below the world switch's frame), for any exit (`ENTRY` `ANY`) or a
+/// trapped system register (`SYSTEM_REGISTER`): `DONE` when `short` finished the exit and
+/// the guest is loaded back, else the kind of the exit the world switch returns.
+extern "C" fn short_exit<S: ShortExitHandler, const ENTRY: u8>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
@@ -276,7 +301,11 @@ extern "C" fn short_exit<S: ShortExitHandler>(
     // running: `regs` is its exclusively borrowed register file (the guest is not running,
     // the assembly touches it again only after this returns) and `short` its `&mut S`.
     let (regs, short) = unsafe { (&mut *regs, &mut *short.cast::<S>()) };
-    match short.exit(regs, start, Exit::from_kind(kind)) {
+    let handled = match ENTRY {
+        SYSTEM_REGISTER => short.system_register(regs, start),
+        _ => short.exit(regs, start, Exit::from_kind(kind)),
+    };
+    match handled {
         Handled::Done => DONE,
         Handled::Return(exit) => exit.kind(),
     }
@@ -489,11 +518,12 @@ partita_vectors_\clock:
     guest_vector 2, \clock
     guest_vector 3, \clock
 
-// `enter_guest_\clock(regs, short, call, data_abort, hypercall, interrupt, light)`: its
-// frame, above the host's callee-saved registers, holds the seven arguments (regs at [sp],
-// short at [sp, #8], call at [sp, #16], then the light entries' handlers: data_abort at
-// [sp, #24], hypercall at [sp, #32], interrupt at [sp, #40], light at [sp, #48]); while
-// the guest runs, a vector's push of 32 bytes lies below it.
+// `enter_guest_\clock(regs, short, call, data_abort, hypercall, interrupt, light,
+// system_register)`: its frame, above the host's callee-saved registers, holds the eight
+// arguments (regs at [sp], short at [sp, #8], call at [sp, #16], then the light entries'
+// handlers: data_abort at [sp, #24], hypercall at [sp, #32], interrupt at [sp, #40], light
+// at [sp, #48], and system_register at [sp, #56]); while the guest runs, a vector's push of
+// 32 bytes lies below it.
 .section .text.enter_guest_\clock, "ax"
 .global enter_guest_\clock
 enter_guest_\clock:
@@ -536,8 +566,16 @@ load_guest_\clock:
     dsb     nsh
     isb
 
-// Entered from the synchronous vector with the guest's x0, x1 pushed (32 bytes): reads the
-// clock, saves every guest register and calls the short exit (`short_call_\clock`, kind 0).
+// Calls the short exit `call(clock, regs, short, kind)` with every guest register saved in
+// `GuestRegs` at x1, the vector's push popped, the clock in x2 and the kind in x3
+// (`short_handler_\clock`).
+short_call_\clock:
+    ldr     x4, [sp, #16]
+    b       short_handler_\clock
+
+// Entered from the synchronous vector for a trapped system register with the guest's x0, x1
+// pushed (32 bytes): reads the clock, saves every guest register and calls
+// `system_register(clock, regs, short, 0)` (`enter_guest_\clock`'s eighth argument).
 guest_short_\clock:
     stp     x2, x3, [sp, #16]
     mov     x3, #0
@@ -545,13 +583,12 @@ guest_short_\clock:
     ldr     x1, [sp, #32]
     str     x2, [x1, #{exited}]
     save_guest
-// Calls the short exit `call(clock, regs, short, kind)` with every guest register saved in
-// `GuestRegs` at x1, the vector's push popped, the clock in x2 and the kind in x3. It
-// answers `DONE` (the guest is loaded back) or the kind of the exit to return.
-short_call_\clock:
+    ldr     x4, [sp, #56]
+// Calls the short exit's handler at x4 with (clock, regs, short, kind): it answers `DONE`
+// (the guest is loaded back) or the kind of the exit to return.
+short_handler_\clock:
     mov     x0, x2
     ldr     x2, [sp, #8]
-    ldr     x4, [sp, #16]
     blr     x4
     cmp     x0, #{done}
     b.ne    restore_host_\clock
