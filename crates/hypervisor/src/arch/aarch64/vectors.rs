@@ -11,16 +11,18 @@
 //! The frequent exits (a physical IRQ, and a synchronous exception whose class is WFx, a
 //! data abort, HVC or SMC) first go to the caller's short exit (`enter_guest`'s `short`) with
 //! the EL2 clock read at the vector and only the guest's caller-saved registers (x0..x18,
-//! x30) saved: the Rust handler keeps x19..x29 as the
-//! procedure call standard says and ELR/SPSR stay in ELR_EL2/SPSR_EL2
-//! (`ShortExitHandler::light`, and `ShortExitHandler::data_abort` for a data abort, which the
-//! vector tells apart by ESR_EL2.EC alone). When it finishes the exit, those registers are
-//! loaded back and the guest runs on at once, without restoring the host's registers,
-//! returning to the scheduler and entering it again. When it does not, x19..x29, ELR and
-//! SPSR are saved too and the exit goes to the short exit with every register
-//! (`ShortExitHandler::exit`: an access naming x19..x29) or returns, exactly as any other. A
-//! trapped system register (an SGI sent), which may name any register, goes to `exit` at
-//! once with every register saved.
+//! x30) saved: the Rust handler keeps x19..x29 as the procedure call standard says and
+//! ELR/SPSR stay in ELR_EL2/SPSR_EL2. Each has its own entry and handler, so none asks again
+//! what the vector knew (`ShortExitHandler::interrupt`, `hypercall`, `data_abort`, and
+//! `light` for WFx and SMC). When it finishes the exit, those registers are loaded back and
+//! the guest runs on at once, without restoring the host's registers, returning to the
+//! scheduler and entering it again. When it does not, x19..x29, ELR and SPSR are saved too
+//! and the exit goes to the short exit with every register (`ShortExitHandler::exit`: an
+//! access naming x19..x29) or returns, exactly as any other. A trapped system register (an
+//! SGI sent), which may name any register, goes to its own handler at once with every
+//! register saved (`ShortExitHandler::system_register`).
+//! The clock is read by one instruction (two on a CPU without a PMU): the table and the
+//! world switch exist once per clock and `install` and `enter_guest` choose (`read_clock`).
 //! Exceptions taken from EL2 itself are Partita bugs and end in a panic. This module must
 //! never interpret a trap: decoding belongs to `trap.rs` and `partita_core::trap`.
 
