@@ -117,6 +117,7 @@ fn step(m: &mut Manager, op: &Op, now: &mut u64) {
             m.consistency_point(prr, &mut out);
             if m.prr(prr).unwrap().state == PrrState::Switch {
                 m.switched(prr, saved, *now, &mut out);
+                m.serve(*now, &mut out);
             }
         }
         Op::Reconfigured { prr } => m.reconfigured(prr % regions, *now, &mut out),
@@ -142,6 +143,7 @@ fn drain(m: &mut Manager, now: &mut u64) {
                 PrrState::Preempt => {
                     m.consistency_point(prr, &mut out);
                     m.switched(prr, true, *now, &mut out);
+                    m.serve(*now, &mut out);
                 }
                 PrrState::Reconfig => m.reconfigured(prr, *now, &mut out),
                 PrrState::Hold => {

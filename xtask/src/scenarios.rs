@@ -443,19 +443,22 @@ const PROBE_SPI: &[Expect] = &[
 
 /// Ker-ONE's OFDM experiment (configs/ofdm.toml, docs/accelerators.md): every job of the RTOS
 /// VM's two tasks and the GPOS VM's three gives the software reference's result, the
-/// fabric preempted and reconfigured at least once, refused nothing, the RTOS's worst
+/// fabric preempted and reconfigured at least once and saved a preempted task's context at a
+/// consistency point (a T_irq_stop sample, which paths 3 and 4 need), refused nothing, the
+/// RTOS's worst
 /// allocation latency is within eq. 5's bound, and neither FreeRTOS missed a release.
 const OFDM: &[Expect] = &[
     Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=8 frames=8 ok=8 bad=0 *"),
     Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=8 frames=8 ok=8 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=qam64 model=native jobs=12 frames=36 ok=12 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=fft1024 model=guest jobs=12 frames=36 ok=12 bad=0 *"),
-    Expect::Line("[gpos] ofdm: task=fft512 model=guest jobs=12 frames=36 ok=12 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=qam64 model=native jobs=24 frames=72 ok=24 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=fft1024 model=guest jobs=24 frames=72 ok=24 bad=0 *"),
+    Expect::Line("[gpos] ofdm: task=fft512 model=guest jobs=24 frames=72 ok=24 bad=0 *"),
     Expect::Line("[rtos] ofdm: done; rt: samples=* misses=0"),
     Expect::Line("[gpos] ofdm: done; rt: samples=* misses=0"),
     Expect::Line("[partita] fabric: requests=* preemptions=* reconfigurations=* refused=0 *"),
     Expect::NoLine("[partita] fabric: * preemptions=0 *"),
     Expect::NoLine("[partita] fabric: * reconfigurations=0 *"),
+    Expect::NoLine("[partita] fabric: part=irq_stop n=0 *"),
     Expect::Line("[partita] fabric: frame_worst_ns=* rtos_alloc_worst_ns=* within=true"),
     Expect::Line("[partita] all VMs powered off"),
     Expect::NoLine("[partita] vm *: fault*"),

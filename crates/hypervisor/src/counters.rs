@@ -426,6 +426,9 @@ pub struct ShortExits {
     idle: u64,
     /// The wake-up of a WFI's short exit that handed its exit over (`interrupted`).
     resumed: Option<u64>,
+    /// The fabric's answer to a request the short exit made (`accelerator`): T_resume ends
+    /// at the guest's next entry (`settle`).
+    answered: Option<u64>,
 }
 
 /// A path's four words: count, min, sum, max.
@@ -458,6 +461,7 @@ impl ShortExits {
             el2_before: words[Counter::El2Ns as usize].load(Ordering::Relaxed),
             idle: 0,
             resumed: None,
+            answered: None,
         }
     }
 
@@ -476,6 +480,9 @@ impl ShortExits {
         );
         if let Some(path) = self.path {
             fold_at(path, 0, entered.wrapping_sub(self.start));
+        } else if let Some(answered) = self.answered.take() {
+            // Only a fabric request's sample, which has no path, has an answer.
+            fold_at(&cpu().resume, 0, entered.wrapping_sub(answered));
         }
     }
 
@@ -527,6 +534,18 @@ impl ShortExits {
             Counter::DeviceCount
         };
         self.wait_entry(Some(first), start);
+        add_words(self.words, Counter::TrapsDataAbort, 1);
+    }
+
+    /// The data-abort short exit made a request to the fabric (a write to an unconnected
+    /// accelerator interface) that began with the exception at `start`, answered at once: its
+    /// trap and EL2 time are counted, and T_resume, from the fabric's answer
+    /// (`answered`) to the guest's next entry (`settle`).
+    #[inline]
+    pub fn accelerator(&mut self, start: u64) {
+        self.wait_entry(None, start);
+        let answered = cpu().answered_at.swap(0, Ordering::Relaxed);
+        self.answered = (answered != 0).then_some(answered);
         add_words(self.words, Counter::TrapsDataAbort, 1);
     }
 

@@ -30,7 +30,7 @@ use partita_core::accel::functions::Function;
 use partita_core::accel::interface::{int_ctrl, reg, stat, Context, Signal, SEALED_LEN};
 use partita_core::accel::job::{Job, Registers};
 use partita_core::accel::manager::{Action, Actions, Answer, Manager};
-use partita_core::accel::policy::idle_then_smallest;
+use partita_core::accel::policy::{idle_then_smallest, Method};
 use partita_core::accel::prr::PrrState;
 use partita_core::accel::{DevId, PrrId, VmId};
 use partita_core::config::SystemConfig;
@@ -104,10 +104,15 @@ pub struct Stats {
 ///   over, a consistency point): Partita has no PL interrupt, its fabric CPU is the monitor;
 /// - `search`: `Manager::request` (the policy's search and the solution's actions);
 /// - `solution1..3`: carrying the actions out (a permission bit, STAT, a wake-up; the load
-///   started; the stop, the disconnection and its TLB invalidation);
+///   started; the stop, the disconnection and its TLB invalidation), for a request by the
+///   solution the manager chose (`Manager::last_solution`), and for the new client of a
+///   consistency point (`stop`);
 /// - `irq_pcap`: a load's end (`Manager::reconfigured` and its connection);
-/// - `irq_stop`: a consistency point (the context sealed into the page, the region switched,
-///   the next client connected).
+/// - `irq_stop`: a consistency point up to the new client's assignment (the manager's
+///   handling: `stop`);
+/// - `irq_stop_after`: what a consistency point does after the new client is woken, on no
+///   path of Fig. 15 (the old client's page invalidated, its context saved, IPC_PREEMPT, the
+///   search list served: `stop`).
 #[derive(Clone, Copy)]
 enum Part {
     Trap,
@@ -119,9 +124,10 @@ enum Part {
     Solution3,
     IrqPcap,
     IrqStop,
+    IrqStopAfter,
 }
 
-const PARTS: [&str; 9] = [
+const PARTS: [&str; 10] = [
     "trap",
     "resume",
     "pl_irq",
@@ -131,6 +137,7 @@ const PARTS: [&str; 9] = [
     "solution3",
     "irq_pcap",
     "irq_stop",
+    "irq_stop_after",
 ];
 
 impl Stats {
@@ -365,34 +372,38 @@ pub fn request(vm: usize, cpu: u8, ipa: u64, value: Option<u32>) -> Option<Reque
         return Some(Requested::Retry);
     }
     let fresh = !out.is_empty();
-    let reconfig = out.iter().any(|a| matches!(a, Action::Reconfigure { .. }));
-    let preempt = out
-        .iter()
-        .any(|a| matches!(a, Action::Stop { .. } | Action::Disconnect { .. }));
+    // Its path of Fig. 15, from the solution the manager chose (an Assign may disconnect a
+    // held region's last client too; a queued request has no path yet).
+    let path = st
+        .manager
+        .last_solution()
+        .map(|s| match (s.method, s.reconfig) {
+            (Method::Assign, false) => 0,
+            (Method::Assign, true) => 1,
+            (Method::Preempt, false) => 2,
+            (Method::Preempt, true) => 3,
+        });
     f.perform(&mut st, &out, start);
     if fresh {
         let solved = counters::clock_ns();
-        let solution = match (preempt, reconfig) {
-            (true, _) => Part::Solution3,
-            (false, true) => Part::Solution2,
-            (false, false) => Part::Solution1,
-        };
         st.stats.part(Part::Trap, trapped);
         st.stats.part(Part::Search, searched - locked);
-        st.stats.part(solution, solved - searched);
         st.stats.requests += 1;
         if answer == Answer::Waiting {
             st.requested_at[slot] = Some(start);
         }
-        let path = match (preempt, reconfig) {
-            (false, false) => 0,
-            (false, true) => 1,
-            (true, false) => 2,
-            (true, true) => 3,
-        };
-        let spent = now_ns().saturating_sub(start);
-        let p = &mut st.stats.paths[path];
-        *p = (p.0 + 1, p.1 + spent, p.2.max(spent));
+        if let Some(path) = path {
+            let solution = [
+                Part::Solution1,
+                Part::Solution2,
+                Part::Solution3,
+                Part::Solution3,
+            ][path];
+            st.stats.part(solution, solved - searched);
+            let spent = now_ns().saturating_sub(start);
+            let p = &mut st.stats.paths[path];
+            *p = (p.0 + 1, p.1 + spent, p.2.max(spent));
+        }
     }
     let guest_model = read32(page + reg::INT_CTRL) & int_ctrl::ON_SIGNAL != 0;
     let requested = match answer {
@@ -881,6 +892,65 @@ fn start_if_asked(f: &Fabric, st: &mut State, prr: PrrId, now: u64, hw: &mut Har
     write32(page + reg::START, 0);
 }
 
+/// A consistency point of preempted region `prr`, whose task stopped with `job` unfinished:
+/// the region goes to its new client first, then the rest is done. T_irq_stop is the
+/// manager's handling (the region switched, the old client's interface disconnected and its
+/// work queued in the model); carrying out the new client's assignment is a T_Solution sample
+/// ((1), or (2) when it needs a reconfiguration), which Ker-ONE's eq. 6 adds to path 3; the
+/// new client is woken then. The old client's page needs no invalidation before that: the
+/// region reads only its client's interface, and every interface is its own VM's page. Then,
+/// off the new client's path (`irq_stop_after`): the old client's page made read-only and its
+/// TLB entry invalidated, the context sealed into it, the old client told (IPC_PREEMPT), and
+/// the search list served, where its unfinished work waits.
+#[inline(never)]
+fn stop(f: &Fabric, st: &mut State, prr: PrrId, job: Job, now: u64) {
+    let handling = counters::clock_ns();
+    st.regions[usize::from(prr)].saving = Some(job.context());
+    st.regions[usize::from(prr)].running = None;
+    let mut save = Actions::new();
+    st.manager.consistency_point(prr, &mut save);
+    let mut out = Actions::new();
+    st.manager.switched(prr, true, now, &mut out);
+    // `switched`'s order: the disconnection, the assignment, IPC_PREEMPT.
+    let disconnect = |a: &Action| matches!(a, Action::Disconnect { .. });
+    let preempt = |a: &Action| {
+        matches!(
+            a,
+            Action::Signal {
+                signal: Signal::Preempt,
+                ..
+            }
+        )
+    };
+    let assignment = |a: &&Action| !disconnect(a) && !preempt(a);
+    let stopped = counters::clock_ns();
+    for action in out.iter().filter(assignment) {
+        f.perform(st, core::slice::from_ref(action), now);
+    }
+    let assigned = counters::clock_ns();
+    let solution = if out.iter().any(|a| matches!(a, Action::Reconfigure { .. })) {
+        Part::Solution2
+    } else {
+        Part::Solution1
+    };
+    st.stats.part(Part::IrqStop, stopped - handling);
+    st.stats.part(solution, assigned - stopped);
+    f.ring();
+    let after = counters::clock_ns();
+    for action in out.iter().filter(|a| disconnect(a)) {
+        f.perform(st, core::slice::from_ref(action), now);
+    }
+    f.perform(st, &save, now);
+    for action in out.iter().filter(|a| preempt(a)) {
+        f.perform(st, core::slice::from_ref(action), now);
+    }
+    let mut served = Actions::new();
+    st.manager.serve(now, &mut served);
+    f.perform(st, &served, now);
+    st.stats
+        .part(Part::IrqStopAfter, counters::clock_ns() - after);
+}
+
 /// Advances region `prr`'s task: computes its next frame, or commits the computed one once
 /// the time model says the frame is over (a consistency point). False when there was
 /// nothing to do yet (the computed frame is not due).
@@ -955,18 +1025,9 @@ fn step(f: &Fabric, prr: PrrId, hw: &mut Hardware, buffer: &mut [u8]) -> bool {
         return true;
     }
     if st.manager.prr(prr).map(|d| d.state) == Some(PrrState::Preempt) {
-        let handling = counters::clock_ns();
-        st.regions[usize::from(prr)].saving = Some(job.context());
-        st.regions[usize::from(prr)].running = None;
+        stop(f, &mut st, prr, job, now);
         *hw = Hardware::default();
-        st.manager.consistency_point(prr, &mut out);
-        f.perform(&mut st, &out, now);
-        let mut out = Actions::new();
-        st.manager.switched(prr, true, now, &mut out);
-        f.perform(&mut st, &out, now);
         st.stats.part(Part::PlIrq, locked - seen);
-        st.stats
-            .part(Part::IrqStop, counters::clock_ns() - handling);
         return true;
     }
     hw.job = Some((vm, dev, job));

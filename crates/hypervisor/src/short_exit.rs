@@ -22,16 +22,20 @@
 //! - a console-UART access (`uart_exit`), asked first by the data-abort vector with only the
 //!   guest's caller-saved registers saved (`ShortExitHandler::data_abort`): no class dispatch, a
 //!   dozen registers fewer to save and load. An access naming x19..x29 comes back here with
-//!   every register saved.
+//!   every register saved;
+//! - a write to one of the VM's accelerator interfaces, unconnected (`accelerator`): its
+//!   request to the fabric, when the answer comes at once (connected, or a guest-model write
+//!   dropped); a native-model write that must wait goes to the general path, which blocks
+//!   the vCPU.
 //!
 //! A physical interrupt that arrives meanwhile is taken as soon as the guest runs again. This
 //! module must never finish an exit the general path would handle differently: anything it
 //! does not recognise returns untouched.
 
-use aarch64_cpu::registers::{Readable, ESR_EL2, SPSR_EL2};
+use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2, SPSR_EL2};
 
 use partita_core::hypercall::{respond_local, ret, Response, CALL_REGISTERS};
-use partita_core::trap::{SysregAccess, ICC_SGI1R_EL1};
+use partita_core::trap::{device_access, fault_ipa, SysregAccess, ICC_SGI1R_EL1};
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::vectors::{
@@ -39,6 +43,7 @@ use crate::arch::aarch64::vectors::{
 };
 use crate::console;
 use crate::counters::{ShortExits, ShortPath};
+use crate::fabric::{self, Requested};
 use crate::hypercall;
 use crate::uart_exit::{Done, Registers, UartExit};
 use crate::vgic::VirtualGic;
@@ -85,7 +90,10 @@ impl ShortExitHandler for ShortExit<'_> {
                     self.counters.done(start, path);
                     Handled::Done
                 }
-                Err(_) => Handled::Return(exit),
+                Err(_) => match self.accelerator(regs, start) {
+                    Light::Done => Handled::Done,
+                    _ => Handled::Return(exit),
+                },
             };
         }
         match self.dispatch(regs, start, exit) {
@@ -146,8 +154,9 @@ impl ShortExitHandler for ShortExit<'_> {
         let mut hw = self.shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
             Done::No => {
+                drop(hw);
                 crate::counters::abort_taken(start);
-                return Light::General;
+                return self.accelerator(regs, start);
             }
             Done::Unsaved => {
                 crate::counters::abort_taken(start);
@@ -312,6 +321,36 @@ impl<'a> ShortExit<'a> {
         vgic.before_entry(&mut hw.vgic);
         drop(hw);
         self.counters.woke(woke);
+        Light::Done
+    }
+
+    /// A data abort taken at `start` that is no console-UART access: a write to one of the
+    /// VM's accelerator interfaces, unconnected, is its request (`fabric::request`, as the
+    /// general path's `trap::data_abort` makes it). Answered at once (connected: the write
+    /// runs again; the guest programming model's write, dropped: stepped over), the guest
+    /// runs on. A native-model write that must wait for a connection goes to the general
+    /// path, which asks again (the manager keeps one request per interface, so the answer is
+    /// the same) and blocks the vCPU; any other abort goes there untouched.
+    fn accelerator<R: Registers>(&mut self, regs: &mut R, start: u64) -> Light {
+        let Some(access) = device_access(ESR_EL2.get()).filter(|a| a.write) else {
+            return Light::General;
+        };
+        let value = if access.access.size.mask() == u64::from(u32::MAX) {
+            match regs.read(access.access.register) {
+                Some(value) => Some(value as u32),
+                None => return Light::AllRegisters,
+            }
+        } else {
+            None
+        };
+        let ipa = fault_ipa(HPFAR_EL2.get(), FAR_EL2.get());
+        let home = self.shared.home(self.vcpu);
+        match fabric::request(self.shared.index(), home, ipa, value) {
+            Some(Requested::Retry) => {}
+            Some(Requested::Dropped) => regs.advance(access.instruction_len),
+            Some(Requested::Waiting) | None => return Light::General,
+        }
+        self.counters.accelerator(start);
         Light::Done
     }
 

@@ -171,6 +171,11 @@ impl Shared {
         self.index
     }
 
+    /// The CPU vCPU `vcpu` is placed on.
+    pub fn home(&self, vcpu: usize) -> u8 {
+        self.vcpus.get(vcpu).map_or(0, |v| v.home)
+    }
+
     pub fn board(&self) -> &'static Board {
         self.board
     }
@@ -554,7 +559,7 @@ impl Vm {
 
     /// The physical CPU this vCPU is placed on by the configuration.
     pub fn home(&self) -> u8 {
-        self.shared.vcpus.get(self.vcpu_index).map_or(0, |v| v.home)
+        self.shared.home(self.vcpu_index)
     }
 
     /// Where this vCPU goes when a higher-priority VM preempts it on its home CPU: the home

@@ -176,6 +176,19 @@ pub fn section(out: &mut String, results: &Results) {
             number((ker_one * KER_ONE_MHZ).round())
         );
     }
+    // What a consistency point does once its new client is woken: on no path.
+    let after = |s: &str| value("fabric/part", &format!("irq_stop_after-{s}"));
+    if after("n").is_some() {
+        let _ = writeln!(
+            out,
+            "| after T_irq_stop, on no path (the old client's page invalidated, its context \
+             saved, IPC_PREEMPT, the search list served) | {} | {} | {} | {} | — | — |",
+            shown(after("n")),
+            shown(after("min")),
+            shown(after("mean")),
+            shown(after("max")),
+        );
+    }
     out.push('\n');
     let from_min = composed(results, "min");
     let from_mean = composed(results, "mean");

@@ -123,6 +123,8 @@ pub struct Manager {
     /// since the search list was last served, or a request was queued untried that it may
     /// serve: only queued requests compatible with such a region can have a solution now.
     changed: u64,
+    /// The solution the last `request` got at once (`last_solution`).
+    last: Option<Solution>,
 }
 
 fn bit(prr: PrrId) -> u64 {
@@ -168,6 +170,7 @@ impl Manager {
             spec,
             compatible,
             changed: 0,
+            last: None,
         }
     }
 
@@ -195,6 +198,13 @@ impl Manager {
     /// The request region `prr` is being handed over to (Preempt, Switch, Reconfig).
     pub fn next_of(&self, prr: PrrId) -> Option<Request> {
         self.next.get(usize::from(prr)).copied().flatten()
+    }
+
+    /// The solution the last `request` was given at once, which tells its path of Fig. 15
+    /// (Assign or Preempt, with or without reconfiguration); `None` when it was queued
+    /// (Unavailable) or needed none (connected or waiting already).
+    pub fn last_solution(&self) -> Option<Solution> {
+        self.last
     }
 
     /// The queued requests, in the order they will be considered.
@@ -231,6 +241,7 @@ impl Manager {
 
     /// VM `vm` wrote to its unconnected interface for `dev` at time `now` (ns).
     pub fn request(&mut self, vm: VmId, dev: DevId, now: u64, out: &mut Actions) -> Answer {
+        self.last = None;
         let Some(i) = self.slot(vm, dev) else {
             return Answer::NoInterface;
         };
@@ -258,10 +269,10 @@ impl Manager {
         }
     }
 
-    /// The regions `request` could use, as the policy sees them.
+    /// The regions `request` could use, as the policy sees them, put in `cands` (empty): the
+    /// caller's own list, so it is built in place and never copied.
     #[inline(always)]
-    fn candidates(&self, request: &Request) -> heapless::Vec<Candidate, MAX_REGIONS> {
-        let mut cands = heapless::Vec::new();
+    fn candidates(&self, request: &Request, cands: &mut heapless::Vec<Candidate, MAX_REGIONS>) {
         for b in &self.spec.index[usize::from(request.dev)] {
             let p = usize::from(b.prr);
             let d = &self.prrs[p];
@@ -283,13 +294,13 @@ impl Manager {
                 priority,
             });
         }
-        cands
     }
 
     /// Asks the policy for a solution and starts it; false when there is none (Unavailable).
     /// `queued` when the request already got IPC_WAIT.
     fn solve(&mut self, request: Request, now: u64, queued: bool, out: &mut Actions) -> bool {
-        let cands = self.candidates(&request);
+        let mut cands = heapless::Vec::new();
+        self.candidates(&request, &mut cands);
         let Some(solution) = (self.policy)(&request, &cands) else {
             return false;
         };
@@ -307,6 +318,9 @@ impl Manager {
         };
         if !allowed {
             return false;
+        }
+        if !queued {
+            self.last = Some(solution);
         }
         self.carry_out(request, solution, now, queued, out);
         true
@@ -329,14 +343,7 @@ impl Manager {
                     self.iface(vm, dev).connected = None;
                     push(out, Action::Disconnect { vm, dev, prr });
                     if held {
-                        push(
-                            out,
-                            Action::Signal {
-                                vm,
-                                dev,
-                                signal: Signal::Preempt,
-                            },
-                        );
+                        push(out, preempted(vm, dev));
                     }
                 }
                 self.give(prr, request, solution.reconfig, now, queued, out);
@@ -465,11 +472,12 @@ impl Manager {
         self.enqueue(request);
     }
 
-    /// Solves what the search list can now, in its order. A queued request whose regions
+    /// Solves what the search list can now, in its order (after `switched`; every other
+    /// event serves it itself). A queued request whose regions
     /// all kept their candidate since it was last found unsolvable is still unsolvable (the
     /// policy sees nothing else), so only those compatible with a changed region are asked
     /// again: the same solutions, in the same order, as asking every one.
-    fn serve(&mut self, now: u64, out: &mut Actions) {
+    pub fn serve(&mut self, now: u64, out: &mut Actions) {
         let mut i = 0;
         while i < self.search.len() {
             let request = self.search[i];
@@ -527,23 +535,19 @@ impl Manager {
     }
 
     /// The stopped task's context is saved (`saved`) or there was nothing left to save: the
-    /// old client is disconnected and told, its unfinished work queued, and the region goes
-    /// to its new client.
+    /// old client is disconnected, the region goes to its new client, and the old client is
+    /// told and its unfinished work queued, the actions in that order (`Disconnect`, then
+    /// `Connect` and IPC_READY or `Reconfigure`, then IPC_PREEMPT), so the hypervisor can
+    /// connect the new client before it does the rest. The search list is not served here:
+    /// the caller calls `serve` once it carried the actions out (`job_done` does it itself).
     pub fn switched(&mut self, prr: PrrId, saved: bool, now: u64, out: &mut Actions) {
         let p = usize::from(prr);
         if self.prrs.get(p).map(|d| d.state) != Some(PrrState::Switch) {
             return;
         }
-        if let Some((vm, dev)) = self.prrs[p].client.take() {
+        let old_client = self.prrs[p].client.take();
+        if let Some((vm, dev)) = old_client {
             push(out, Action::Disconnect { vm, dev, prr });
-            push(
-                out,
-                Action::Signal {
-                    vm,
-                    dev,
-                    signal: Signal::Preempt,
-                },
-            );
             let iface = self.iface(vm, dev);
             iface.connected = None;
             if saved {
@@ -566,7 +570,9 @@ impl Manager {
             }
             None => panic!("accelerator manager: PRR {prr} switched for no one"),
         }
-        self.serve(now, out);
+        if let Some((vm, dev)) = old_client {
+            push(out, preempted(vm, dev));
+        }
     }
 
     /// The bitstream of `prr` is loaded.
@@ -708,7 +714,9 @@ impl Manager {
             return Err("the search list is out of priority order");
         }
         for r in &self.search {
-            if (self.policy)(r, &self.candidates(r)).is_some() {
+            let mut cands = heapless::Vec::new();
+            self.candidates(r, &mut cands);
+            if (self.policy)(r, &cands).is_some() {
                 return Err("a queued request has a solution");
             }
         }
@@ -721,6 +729,15 @@ fn signal(request: Request, signal: Signal) -> Action {
         vm: request.vm,
         dev: request.dev,
         signal,
+    }
+}
+
+/// IPC_PREEMPT to interface (vm, dev): its region was taken.
+fn preempted(vm: VmId, dev: DevId) -> Action {
+    Action::Signal {
+        vm,
+        dev,
+        signal: Signal::Preempt,
     }
 }
 

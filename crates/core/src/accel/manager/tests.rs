@@ -2,7 +2,7 @@
 //! Table 5's compatibility, an RTOS (priority 10) and a GPOS (priority 1).
 
 use super::*;
-use crate::accel::policy::idle_then_smallest;
+use crate::accel::policy::{idle_then_smallest, Method, Solution};
 use crate::test_rng::Rng;
 use alloc::vec;
 
@@ -152,6 +152,15 @@ fn path1_assigns_an_idle_loaded_region_at_once() {
         ]
     );
     assert_eq!(m.connected(GPOS, QAM16), None);
+    // Fig. 15's path 1, whatever the actions: an Assign without reconfiguration.
+    assert_eq!(
+        m.last_solution(),
+        Some(Solution {
+            prr: 0,
+            method: Method::Assign,
+            reconfig: false
+        })
+    );
 }
 
 #[test]
@@ -166,6 +175,14 @@ fn a_busy_lower_priority_task_is_preempted_at_its_consistency_point_and_resumes(
         out.as_slice(),
         [Action::Stop { prr: 0 }, sig(RTOS, QAM16, Signal::Wait)]
     );
+    assert_eq!(
+        m.last_solution(),
+        Some(Solution {
+            prr: 0,
+            method: Method::Preempt,
+            reconfig: false
+        })
+    );
     assert_eq!(m.prr(0).unwrap().state, PrrState::Preempt);
     let out = run(&mut m, |m, o| m.consistency_point(0, o));
     assert_eq!(
@@ -176,6 +193,8 @@ fn a_busy_lower_priority_task_is_preempted_at_its_consistency_point_and_resumes(
             prr: 0
         }]
     );
+    // The new client is connected before the old one is told: the hypervisor connects it
+    // first, then does the rest.
     let out = run(&mut m, |m, o| m.switched(0, true, 6, o));
     assert_eq!(
         out.as_slice(),
@@ -185,7 +204,6 @@ fn a_busy_lower_priority_task_is_preempted_at_its_consistency_point_and_resumes(
                 dev: QAM16,
                 prr: 0
             },
-            sig(GPOS, QAM16, Signal::Preempt),
             Action::Connect {
                 vm: RTOS,
                 dev: QAM16,
@@ -193,8 +211,11 @@ fn a_busy_lower_priority_task_is_preempted_at_its_consistency_point_and_resumes(
                 resume: false
             },
             sig(RTOS, QAM16, Signal::Ready),
+            sig(GPOS, QAM16, Signal::Preempt),
         ]
     );
+    // Nothing else can take the preempted work yet: serving the list leaves it queued.
+    assert!(run(&mut m, |m, o| m.serve(6, o)).is_empty());
     assert!(m.suspended(GPOS, QAM16));
     assert_eq!(
         m.search_list(),
@@ -252,6 +273,8 @@ fn equal_priorities_never_preempt_and_wait_in_fifo_order() {
         assert_eq!(m.request(RTOS, FFT1024, 2, o), Answer::Waiting)
     });
     assert_eq!(out.as_slice(), [sig(RTOS, FFT1024, Signal::Wait)]);
+    // Unavailable: queued, no solution (no path of Fig. 15 yet).
+    assert_eq!(m2.last_solution(), None);
     assert_eq!(m2.search_list().len(), 1);
 }
 
@@ -374,6 +397,7 @@ fn random_step(m: &mut Manager, rng: &mut Rng, now: &mut u64) {
             m.consistency_point(prr, &mut out);
             if !out.is_empty() {
                 m.switched(prr, true, *now, &mut out);
+                m.serve(*now, &mut out);
             }
         }
         5 => m.reconfigured(prr, *now, &mut out),
@@ -392,6 +416,7 @@ pub(crate) fn drain(m: &mut Manager, now: &mut u64) {
                 PrrState::Preempt => {
                     m.consistency_point(prr, &mut out);
                     m.switched(prr, true, *now, &mut out);
+                    m.serve(*now, &mut out);
                 }
                 PrrState::Reconfig => m.reconfigured(prr, *now, &mut out),
                 PrrState::Hold => {
