@@ -467,13 +467,17 @@ const OFDM: &[Expect] = &[
 
 /// Linux's user-space program on the fabric beside the RTOS's OFDM tasks
 /// (configs/tests/ofdm-linux.toml): `partita-ofdm` maps its interface pages and buffers from
-/// /dev/mem and runs QAM-16 and QAM-64 jobs in the native model, each checked against its
-/// software reference; FreeRTOS keeps every result right and `misses=0`.
+/// /dev/mem and runs jobs of all four functions (QAM-16, QAM-64, FFT-512, FFT-1024) in the
+/// native model, each checked against its software reference; FreeRTOS keeps every result right and `misses=0`.
 const OFDM_LINUX_JOB: &str = "set -e; partita-ofdm 0x0a000000 0x50000000 qam16 6 2; \
-    partita-ofdm 0x0a001000 0x50400000 qam64 6 2";
+    partita-ofdm 0x0a001000 0x50400000 qam64 6 2; \
+    partita-ofdm 0x0a002000 0x50800000 fft512 4 2; \
+    partita-ofdm 0x0a003000 0x50c00000 fft1024 4 2";
 const OFDM_LINUX: &[Expect] = &[
     Expect::Line("[linux] partita-ofdm: function=qam16 jobs=6 frames=12 ok=6 bad=0 *"),
     Expect::Line("[linux] partita-ofdm: function=qam64 jobs=6 frames=12 ok=6 bad=0 *"),
+    Expect::Line("[linux] partita-ofdm: function=fft512 jobs=4 frames=8 ok=4 bad=0 *"),
+    Expect::Line("[linux] partita-ofdm: function=fft1024 jobs=4 frames=8 ok=4 bad=0 *"),
     Expect::Line("[linux] partita: job exit 0"),
     Expect::Line("[rtos] ofdm: task=qam16 model=native jobs=12 frames=12 ok=12 bad=0 *"),
     Expect::Line("[rtos] ofdm: task=fft512 model=guest jobs=12 frames=12 ok=12 bad=0 *"),

@@ -314,9 +314,32 @@ impl VirtualGic {
     }
 
     /// A physical occurrence of `intid` for this vCPU as it is switched in (its virtual
-    /// timer expired while it was away): `inject` without the short injection's attempt, which
-    /// never succeeds here (`unload` left the list registers stale).
+    /// timer expired while it was away). When its list registers were folded before it left
+    /// (it left at a WFI: `sync`, then `unload` emptied them all), every one is free and the
+    /// model has nothing else for it, `intid` goes straight into one (`Vgic::inject_loaded`
+    /// with all of them free) and they count as loaded: no fold, and no choice at the entry.
+    /// Otherwise `inject` without the short injection's attempt, which never succeeds on
+    /// list registers `unload` parked.
     pub fn inject_switched_in(&mut self, model: &mut Vgic, intid: u32) {
+        if self.stale && !self.parked && self.loaded == 0 {
+            let free = ((1u32 << self.list_registers) - 1) as u16;
+            match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
+                Ok(Some((slot, value))) => {
+                    // `unload` left every value of `lrs` 0, as the list registers.
+                    if let Some(lr) = self.lrs.get_mut(slot) {
+                        *lr = value;
+                    }
+                    gic_hyp::write_list_register(slot, value);
+                    self.loaded = 1 << slot;
+                    self.stale = false;
+                    self.hcr = 0;
+                    gic_hyp::set_hcr(ICH_HCR_EN);
+                    return;
+                }
+                Ok(None) => {}
+                Err(e) => panic!("injecting interrupt {intid}: {e:?}"),
+            }
+        }
         self.sync(model);
         if let Err(e) = model.inject(self.vcpu, intid) {
             panic!("injecting interrupt {intid}: {e:?}");
@@ -338,7 +361,12 @@ impl VirtualGic {
             self.parked = true;
             self.stale = true;
         } else {
+            // Folded already: their values are of no more use, and `lrs` is left all 0
+            // (`inject_switched_in` relies on it).
             for n in bits(self.loaded) {
+                if let Some(lr) = self.lrs.get_mut(n) {
+                    *lr = 0;
+                }
                 gic_hyp::write_list_register(n, 0);
             }
         }

@@ -930,6 +930,12 @@ impl Vm {
         self.acknowledged.take()
     }
 
+    /// Whether the short exit acknowledged `intid` at the last exit and left it to the
+    /// scheduler (it stays there for `take_acknowledged`).
+    pub fn acknowledged(&self, intid: u32) -> bool {
+        self.acknowledged == Some(intid)
+    }
+
     /// Handles one exit of the loaded vCPU.
     pub fn handle(&mut self, exit: Exit) -> Outcome {
         trap::handle(self, exit)

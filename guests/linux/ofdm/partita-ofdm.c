@@ -1,9 +1,10 @@
 /*
  * partita-ofdm: drives one of Partita's reconfigurable accelerators from Linux user space
  * (docs/accelerators.md, issue 14), in the native programming model, and checks every
- * job's RESULT against a software reference.
+ * job's RESULT against a software reference: a port of partita_core::accel::functions
+ * (QAM-16 and QAM-64 mapping, the fixed-point FFT-512 and FFT-1024), bit for bit.
  *
- *   partita-ofdm <interface> <buffers> <qam16|qam64> <jobs> <frames>
+ *   partita-ofdm <interface> <buffers> <qam16|qam64|fft512|fft1024> <jobs> <frames>
  *
  * <interface> is the accelerator's guest-physical address (its `base` in the
  * configuration), <buffers> guest-physical memory of this VM that Linux does not use
@@ -19,6 +20,10 @@
  * Prints `partita-ofdm: function=<f> jobs=<n> frames=<n> ok=<n> bad=<n>
  * hw_ns_per_frame=<ns> sw_ns_per_frame=<ns>`; exits 0 when every job was right.
  */
+/* The FFT's twiddles are computed in double precision exactly as fft.rs computes them at
+ * compile time: no fused multiply-add may change a rounding. */
+#pragma GCC optimize("fp-contract=off")
+
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,6 +123,107 @@ static size_t qam_frame(const uint8_t *in, unsigned bits, uint8_t *out)
     return symbols * 4;
 }
 
+/* Symbols in one FFT input frame (a QAM-16 frame's output), and the largest transform. */
+#define FFT_FRAME_SYMBOLS (FRAME_BITS / 4)
+#define FFT_MAX_N 1024
+
+/* W_1024^k for k < 512 as Q15 (re, im), as fft.rs's `twiddles` computes them. */
+static int32_t twiddle[FFT_MAX_N / 2][2];
+
+static void twiddles(void)
+{
+    for (int k = 0; k < FFT_MAX_N / 2; k++) {
+        double x = 3.141592653589793 * 2.0 * (double)k / (double)FFT_MAX_N;
+        double cos = 0.0, sin = 0.0, term = 1.0;
+        for (int i = 0; i < 40;) {
+            switch (i % 4) {
+            case 0: cos += term; break;
+            case 1: sin += term; break;
+            case 2: cos -= term; break;
+            default: sin -= term; break;
+            }
+            i++;
+            term = term * x / (double)i;
+        }
+        double parts[2] = {cos, -sin};
+        for (int p = 0; p < 2; p++) {
+            double scaled = parts[p] * 32768.0;
+            double rounded = scaled < 0.0 ? scaled - 0.5 : scaled + 0.5;
+            int32_t r = (int32_t)rounded;
+            twiddle[k][p] = r > 32767 ? 32767 : r;
+        }
+    }
+}
+
+/* a * b - c * d + e with the wrapping of Rust's release i32 arithmetic. */
+static int32_t wrapping(int32_t a, int32_t b, int32_t c, int32_t d, int32_t e)
+{
+    return (int32_t)((uint32_t)a * (uint32_t)b - (uint32_t)c * (uint32_t)d + (uint32_t)e);
+}
+
+/* fft.rs's `transform`: in-place radix-2 FFT of `n` points, each stage halved with rounding. */
+static void transform(int32_t (*x)[2], unsigned n)
+{
+    unsigned bits = (unsigned)__builtin_ctz(n);
+    for (unsigned i = 0; i < n; i++) {
+        unsigned j = 0;
+        for (unsigned b = 0; b < bits; b++)
+            j |= ((i >> b) & 1u) << (bits - 1 - b);
+        if (j > i) {
+            int32_t re = x[i][0], im = x[i][1];
+            x[i][0] = x[j][0];
+            x[i][1] = x[j][1];
+            x[j][0] = re;
+            x[j][1] = im;
+        }
+    }
+    for (unsigned len = 2; len <= n; len *= 2) {
+        unsigned stride = FFT_MAX_N / len;
+        for (unsigned start = 0; start < n; start += len) {
+            for (unsigned k = 0; k < len / 2; k++) {
+                int32_t wr = twiddle[k * stride][0], wi = twiddle[k * stride][1];
+                int32_t *a = x[start + k], *b = x[start + k + len / 2];
+                int32_t tr = wrapping(b[0], wr, b[1], wi, 1 << 14) >> 15;
+                int32_t ti = wrapping(b[0], wi, -b[1], wr, 1 << 14) >> 15;
+                int32_t ar = a[0], ai = a[1];
+                a[0] = (ar + tr + 1) >> 1;
+                a[1] = (ai + ti + 1) >> 1;
+                b[0] = (ar - tr + 1) >> 1;
+                b[1] = (ai - ti + 1) >> 1;
+            }
+        }
+    }
+}
+
+static int16_t get16(const uint8_t *at) { return (int16_t)(uint16_t)(at[0] | at[1] << 8); }
+
+static void put16(uint8_t *at, int32_t v)
+{
+    at[0] = (uint8_t)v;
+    at[1] = (uint8_t)((uint32_t)v >> 8);
+}
+
+/* One frame of FFT_FRAME_SYMBOLS symbols in blocks of `n` (the last padded with zeros) into
+ * `out`; returns its length in bytes. fft.rs's `frame`. */
+static size_t fft_frame(const uint8_t *in, unsigned n, uint8_t *out)
+{
+    static int32_t block[FFT_MAX_N][2];
+    size_t blocks = (FFT_FRAME_SYMBOLS + n - 1) / n;
+    for (size_t b = 0; b < blocks; b++) {
+        for (unsigned k = 0; k < n; k++) {
+            size_t i = b * n + k;
+            block[k][0] = i < FFT_FRAME_SYMBOLS ? get16(in + 4 * i) : 0;
+            block[k][1] = i < FFT_FRAME_SYMBOLS ? get16(in + 4 * i + 2) : 0;
+        }
+        transform(block, n);
+        for (unsigned k = 0; k < n; k++) {
+            put16(out + 4 * (b * n + k), block[k][0]);
+            put16(out + 4 * (b * n + k) + 2, block[k][1]);
+        }
+    }
+    return blocks * n * 4;
+}
+
 static void *map(int fd, unsigned long phys, size_t len)
 {
     void *at = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)phys);
@@ -132,20 +238,29 @@ static void *map(int fd, unsigned long phys, size_t len)
 int main(int argc, char **argv)
 {
     if (argc != 6) {
-        fprintf(stderr, "usage: partita-ofdm <interface> <buffers> <qam16|qam64> <jobs> <frames>\n");
+        fprintf(stderr, "usage: partita-ofdm <interface> <buffers> <qam16|qam64|fft512|fft1024> "
+                        "<jobs> <frames>\n");
         return 2;
     }
     unsigned long interface = strtoul(argv[1], NULL, 0);
     unsigned long buffers = strtoul(argv[2], NULL, 0);
-    unsigned bits;
+    /* QAM: bits per symbol; FFT: points per block. */
+    unsigned bits = 0, points = 0;
     if (strcmp(argv[3], "qam16") == 0) {
         bits = 4;
     } else if (strcmp(argv[3], "qam64") == 0) {
         bits = 6;
+    } else if (strcmp(argv[3], "fft512") == 0) {
+        points = 512;
+    } else if (strcmp(argv[3], "fft1024") == 0) {
+        points = 1024;
     } else {
-        fprintf(stderr, "partita-ofdm: no function %s (qam16 or qam64)\n", argv[3]);
+        fprintf(stderr, "partita-ofdm: no function %s (qam16, qam64, fft512 or fft1024)\n",
+                argv[3]);
         return 2;
     }
+    if (points)
+        twiddles();
     int jobs = atoi(argv[4]);
     int frames = atoi(argv[5]);
     if (jobs < 1 || frames < 1 || frames > MAX_FRAMES) {
@@ -161,10 +276,13 @@ int main(int argc, char **argv)
     volatile uint32_t *input = map(fd, buffers, OUT_OFFSET);
     volatile uint32_t *output = map(fd, buffers + OUT_OFFSET, OUT_OFFSET);
 
-    /* Whole words of input: frames of 2,350 bytes, padded to a multiple of 4. */
-    size_t in_len = (size_t)frames * FRAME_BYTES;
+    /* Whole words of input: frames of 2,350 bytes (QAM) or 4,700 symbols (FFT), padded to a
+     * multiple of 4. */
+    size_t in_frame = points ? FFT_FRAME_SYMBOLS * 4 : FRAME_BYTES;
+    size_t in_len = (size_t)frames * in_frame;
     size_t in_words = (in_len + 3) / 4;
-    size_t out_frame = ((FRAME_BITS + bits - 1) / bits) * 4;
+    size_t out_frame = points ? (FFT_FRAME_SYMBOLS + points - 1) / points * points * 4
+                              : ((FRAME_BITS + bits - 1) / bits) * 4;
     size_t out_len = (size_t)frames * out_frame;
     uint8_t *in_copy = malloc(in_words * 4);
     uint8_t *out_copy = malloc(out_len);
@@ -172,7 +290,7 @@ int main(int argc, char **argv)
     if (!in_copy || !out_copy || !reference)
         return 2;
 
-    uint32_t seed = 0x2545f491u ^ bits;
+    uint32_t seed = 0x2545f491u ^ bits ^ points;
     int ok = 0, bad = 0;
     uint64_t hw_ns = 0, sw_ns = 0;
     for (int job = 0; job < jobs; job++) {
@@ -186,7 +304,8 @@ int main(int argc, char **argv)
         uint64_t sw_start = now_ns();
         uint64_t expected = FNV_OFFSET;
         for (int f = 0; f < frames; f++) {
-            size_t len = qam_frame(in_copy + (size_t)f * FRAME_BYTES, bits, reference);
+            const uint8_t *in = in_copy + (size_t)f * in_frame;
+            size_t len = points ? fft_frame(in, points, reference) : qam_frame(in, bits, reference);
             expected = fnv1a(expected, reference, len);
         }
         sw_ns += now_ns() - sw_start;

@@ -36,6 +36,12 @@
 //!   switch to `pick`'s choice at once, whatever the running guest's PSTATE.I;
 //! - the EL2 timer (CNTHP) fires: `pick` (it calls `expire` first);
 //! - a VM stops or restarts: `remove` (and `add` again) its vCPUs, then `pick`;
+//! - two shortcuts that decide exactly as the calls above and answer `None` (the queue
+//!   unchanged) otherwise, for the switches a CPU shared by a real-time VM and a GPOS makes
+//!   all the time: when CNTHP fires, `preempt_at_deadline` instead of `pick` (the one vCPU
+//!   whose deadline came takes the CPU from a lower priority); at a WFI, `block_and_hand_over`
+//!   instead of `block`, `pick` and the later `leave` (the one ready vCPU first in line runs,
+//!   the blocked one takes its deadline along);
 //! - before entering a guest or waiting, program CNTHP_CVAL_EL2 from `next_event` (disable
 //!   CNTHP on `None`); when `Decision::run` names another vCPU, save the old one's context and
 //!   virtual timer and restore the new one's; on `None` wait in WFI at EL2.

@@ -3,7 +3,7 @@
 
 use super::entry::Place;
 use super::queue::{positions, Mask, RunQueue};
-use super::Decision;
+use super::{Decision, VcpuId};
 
 /// The earlier of two times, either of which may be missing.
 fn earlier(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -40,6 +40,68 @@ impl RunQueue {
                 .filter(|r| self.has_ready_peer(r.index))
                 .map(|r| r.slice_end),
         }
+    }
+
+    /// The EL2 timer fired at `now` on a CPU whose running vCPU is outranked by the blocked
+    /// vCPU whose deadline came (the real-time VM's tick beside a GPOS): when that vCPU is
+    /// the only one due and no ready vCPU stands at or above its priority, `pick(now)` would
+    /// do nothing but hand it the CPU, so this does just that, with no search, and returns
+    /// it. `None` in every other case, the queue unchanged: then `pick`. The queue is left
+    /// as `pick` leaves it (the preempted vCPU at the head of its level with the rest of its
+    /// slice, the new one running with a fresh slice); only the FIFO ticket `expire` would
+    /// have drawn for the woken vCPU is not drawn, which changes no order.
+    pub fn preempt_at_deadline(&mut self, now: u64) -> Option<VcpuId> {
+        let r = self.runner()?;
+        let due = self.soonest_at.filter(|_| self.soonest <= now)?;
+        let priority = self.entries[due].priority;
+        let bit: Mask = 1 << due;
+        let others = self.timed & !bit;
+        let ready_top = self.first(self.ready).map(|i| self.entries[i].priority);
+        if priority <= r.priority
+            || ready_top >= Some(priority)
+            || (others != 0 && self.earliest_deadline(others) <= now)
+        {
+            return None;
+        }
+        let place = self.descheduled(r, now);
+        self.entries[r.index].place = place;
+        self.ready |= 1 << r.index;
+        self.entries[due].place = Place::Running {
+            slice_end: now.saturating_add(self.slice),
+        };
+        self.running = Some(due);
+        self.timed = others;
+        self.refresh_soonest();
+        Some(self.entries[due].vcpu)
+    }
+
+    /// The running vCPU waits in WFI at `now` (its timer's deadline is `deadline`) on a CPU
+    /// where a ready vCPU takes over (the GPOS while the real-time VM waits for its next
+    /// tick). When no blocked vCPU is due and a ready one stands alone first in line, this
+    /// is `block(running, None)`, `pick(now)` and `leave(running, || deadline)` in one
+    /// step with no search: the running vCPU is blocked with its deadline (it leaves the
+    /// CPU now), and the ready vCPU `pick` would choose runs and is returned. `None` in
+    /// every other case (nothing would run, a deadline is due, peers wait in one level, or
+    /// `deadline` is not after `now`), the queue unchanged: then `block` and `pick`.
+    pub fn block_and_hand_over(&mut self, now: u64, deadline: Option<u64>) -> Option<VcpuId> {
+        let r = self.running?;
+        let next = self.first(self.ready)?;
+        if self.soonest <= now
+            || deadline.is_some_and(|d| d <= now)
+            || self.ready & self.levels[next] != 1 << next
+        {
+            return None;
+        }
+        let Place::Ready { slice_left, .. } = self.entries[next].place else {
+            return None;
+        };
+        self.ready &= !(1 << next);
+        self.entries[next].place = Place::Running {
+            slice_end: now.saturating_add(slice_left),
+        };
+        self.running = Some(next);
+        self.set_place(r, Place::Blocked { deadline });
+        Some(self.entries[next].vcpu)
     }
 
     /// Whether `pick(now)` would run another vCPU than the one running (or any vCPU while
@@ -95,14 +157,19 @@ impl RunQueue {
         let Some(r) = self.runner() else {
             return;
         };
-        let place = match r.slice_end.checked_sub(now) {
+        let place = self.descheduled(r, now);
+        self.set_place(r.index, place);
+    }
+
+    /// The place of the running vCPU `r` when it loses the CPU at `now` (`deschedule`).
+    fn descheduled(&mut self, r: Runner, now: u64) -> Place {
+        match r.slice_end.checked_sub(now) {
             Some(slice_left) if slice_left > 0 => Place::Ready {
                 order: self.tickets.head(),
                 slice_left: slice_left.min(self.slice),
             },
             _ => self.ready_at_tail(),
-        };
-        self.set_place(r.index, place);
+        }
     }
 
     fn dispatch(&mut self, index: usize, now: u64) {

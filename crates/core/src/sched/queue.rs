@@ -19,7 +19,7 @@ const _: () = assert!(MAX_VCPUS <= Mask::BITS as usize);
 /// words whatever the number of vCPUs: only finding a vCPU by its id, and the events that
 /// change who shares the CPU (`add`, `remove`) or wake a vCPU by its deadline, look at the
 /// entries one by one; a vCPU is found by its id through an `IdIndex`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RunQueue {
     pub(super) slice: u64,
     /// By priority, highest first; within a priority in the order they were added.
@@ -36,7 +36,7 @@ pub struct RunQueue {
     /// The earliest deadline of the `timed` entries; `u64::MAX` when there is none.
     pub(super) soonest: u64,
     /// The entry whose deadline `soonest` is (ties: the lowest `VcpuId`).
-    soonest_at: Option<usize>,
+    pub(super) soonest_at: Option<usize>,
     /// Each entry's position by its id.
     index: IdIndex,
 }
@@ -204,15 +204,24 @@ impl RunQueue {
         }
         if self.soonest_at == Some(index) {
             // The earliest deadline moved or went: look for the next one.
-            self.soonest_at = positions(self.timed).fold(None, |best, i| match best {
-                Some(b) if !self.earlier_than(i, b) => Some(b),
-                _ => Some(i),
-            });
-        } else if self.timed & bit != 0
-            && self.soonest_at.is_none_or(|s| self.earlier_than(index, s))
-        {
+            self.refresh_soonest();
+            return;
+        }
+        if self.timed & bit != 0 && self.soonest_at.is_none_or(|s| self.earlier_than(index, s)) {
             self.soonest_at = Some(index);
         }
+        self.soonest = self
+            .soonest_at
+            .and_then(|i| self.entries[i].wake_deadline())
+            .unwrap_or(u64::MAX);
+    }
+
+    /// Finds the earliest deadline among the `timed` entries again (`soonest`, `soonest_at`).
+    pub(super) fn refresh_soonest(&mut self) {
+        self.soonest_at = positions(self.timed).fold(None, |best, i| match best {
+            Some(b) if !self.earlier_than(i, b) => Some(b),
+            _ => Some(i),
+        });
         self.soonest = self
             .soonest_at
             .and_then(|i| self.entries[i].wake_deadline())

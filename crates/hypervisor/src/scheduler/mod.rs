@@ -57,6 +57,17 @@ pub struct CpuScheduler {
     owners: OwnerTable,
 }
 
+/// What an exit of the running vCPU for a physical interrupt or a WFI leads to
+/// (`interrupted`, `wait`).
+enum Next {
+    /// It runs on.
+    Resume,
+    /// The CPU went to the vCPU at this position in `vms`, which runs on.
+    Switched(usize),
+    /// The scheduler decides again.
+    Decide,
+}
+
 /// The run-queue name of a vCPU.
 fn vcpu_of(vm: &Vm) -> VcpuId {
     VcpuId::new(vm.index() as u16, vm.vcpu_index() as u16)
@@ -163,11 +174,16 @@ impl CpuScheduler {
             }
         }
         let at = at?;
+        self.put_on(id, at);
+        Some(at)
+    }
+
+    /// Puts vCPU `id`, `vms[at]`, on the CPU (none is loaded).
+    fn put_on(&mut self, id: VcpuId, at: usize) {
         self.vms[at].switch_in(self.cpu);
         counters::switched_in(self.vms[at].index());
         self.loaded = Some(id);
         self.loaded_at = Some(at);
-        Some(at)
     }
 
     /// `vms[old]`, preempted by vCPU `by` of another VM and switched out, moves to the CPU
@@ -251,7 +267,8 @@ impl CpuScheduler {
         (state == Some(VcpuState::Ready)).then_some(old)
     }
 
-    /// Runs `vms[at]` until the scheduler has to decide again.
+    /// Runs `vms[at]` until the scheduler has to decide again; it may hand the CPU to
+    /// another vCPU on the way (`switch_at_deadline`) and runs that one on.
     fn run_vcpu(&mut self, at: usize) {
         if self.vms[at].rebuilding() {
             return self.rebuild(at);
@@ -261,15 +278,10 @@ impl CpuScheduler {
             let _ = self.queue.block(id, None);
             return;
         }
-        let Some(at) = self.switch_to(id, at) else {
+        let Some(mut at) = self.switch_to(id, at) else {
             return;
         };
-        let now = timer::now();
-        timer::arm_hyp_timer(fabric::guest_beat(
-            usize::from(self.cpu),
-            now,
-            self.queue.next_event(now),
-        ));
+        self.arm_next_event();
         loop {
             // Its CPU's only vCPU may wait for an interrupt inside its WFI's exit: nothing
             // else could run meanwhile, and whatever this CPU must do wakes it. Only on a
@@ -282,22 +294,88 @@ impl CpuScheduler {
             let exit = vm.enter(alone);
             match vm.handle(exit) {
                 Outcome::Resume => {}
-                Outcome::Interrupt => {
-                    if self.handle_interrupts() {
-                        return;
-                    }
-                }
-                Outcome::Wait => {
-                    if self.block(at) {
-                        return;
-                    }
-                }
+                Outcome::Interrupt => match self.interrupted(at) {
+                    Next::Resume => {}
+                    Next::Switched(next) => at = next,
+                    Next::Decide => return,
+                },
+                Outcome::Wait => match self.wait(at) {
+                    Next::Resume => {}
+                    Next::Switched(next) => at = next,
+                    Next::Decide => return,
+                },
                 Outcome::Off => return self.power_off(at),
                 Outcome::Reset => return self.end_boot(at, BootEnd::Reset),
                 Outcome::Stop(Stop::Clean) => return self.end_boot(at, BootEnd::PowerOff),
                 Outcome::Stop(Stop::Fault) => return self.end_boot(at, BootEnd::Fault),
             }
         }
+    }
+
+    /// Programs the EL2 timer for the run queue's next event (and the fabric's guest beat)
+    /// before entering the running vCPU.
+    fn arm_next_event(&self) {
+        let now = timer::now();
+        timer::arm_hyp_timer(fabric::guest_beat(
+            usize::from(self.cpu),
+            now,
+            self.queue.next_event(now),
+        ));
+    }
+
+    /// A physical interrupt made the running `vms[at]` exit (or it rang a doorbell of this
+    /// CPU). The EL2 timer's own exit is handled here first: when it fired for the deadline
+    /// of a blocked vCPU that outranks the running one and nothing else is pending, the CPU
+    /// goes to that vCPU at once (`switch_at_deadline`); everything else goes through
+    /// `handle_interrupts`.
+    fn interrupted(&mut self, at: usize) -> Next {
+        let hyp_timer = self.board.timer_hyp_irq;
+        if !self.vms[at].acknowledged(hyp_timer) {
+            return if self.handle_interrupts() {
+                Next::Decide
+            } else {
+                Next::Resume
+            };
+        }
+        let _ = self.vms[at].take_acknowledged();
+        gic::end_of_interrupt(hyp_timer);
+        timer::arm_hyp_timer(None);
+        gic::deactivate(hyp_timer);
+        // Another pending interrupt (a doorbell, a kick, console input, an interrupt of a
+        // VM) may change the decision: the general path looks at it and decides.
+        if !gic::pending() {
+            if let Some(next) = self.switch_at_deadline() {
+                return Next::Switched(next);
+            }
+        }
+        self.handle_interrupts();
+        Next::Decide
+    }
+
+    /// The EL2 timer fired while a vCPU ran, nothing else pending: when the run queue
+    /// hands the CPU to the vCPU whose deadline came (`RunQueue::preempt_at_deadline`, what
+    /// `pick` would decide, without its search), it is switched in here without a return
+    /// to the scheduler's loop; its position is returned. `None`: the scheduler decides
+    /// (the queue is then either unchanged or as `pick` would leave it).
+    fn switch_at_deadline(&mut self) -> Option<usize> {
+        let id = self.queue.preempt_at_deadline(timer::now())?;
+        let next = self.position(id)?;
+        let vm = &self.vms[next];
+        if vm.rebuilding() || !vm.is_on() {
+            return None;
+        }
+        // The vCPU that leaves was preempted (ready): no run-queue lookup for it.
+        let old = self.loaded_at.take()?;
+        self.loaded = None;
+        self.vms[old].switch_out();
+        let next = if self.migrate_preempted(old, id) {
+            self.position(id)?
+        } else {
+            next
+        };
+        self.put_on(id, next);
+        self.arm_next_event();
+        Some(next)
     }
 
     /// Rebuilds `vms[at]` (restarting after SYSTEM_RESET) a piece at a time, handling the
@@ -312,16 +390,26 @@ impl CpuScheduler {
         }
     }
 
-    /// WFI of the running vCPU: it goes on at once if an interrupt is pending for it (its
-    /// virtual timer expired counts, `Vm::has_deliverable_at_wfi`), else it blocks until one
-    /// is; true when it blocked. It stays loaded, so its virtual timer
-    /// keeps running and its PPI wakes it; the deadline joins the run queue (and so the EL2
-    /// timer) only when it is switched out.
-    fn block(&mut self, at: usize) -> bool {
-        let alone = self.vms.len() == 1;
+    /// WFI of the running `vms[at]`: it goes on at once if an interrupt is pending for it
+    /// (its virtual timer expired counts, `Vm::has_deliverable_at_wfi`), else it blocks until
+    /// one is. On a CPU shared by two vCPUs (the real-time VM beside a GPOS), when the other
+    /// one is ready to take over (`RunQueue::block_and_hand_over`: what `block` and `pick`
+    /// would decide, without their search), it is switched in here without a return to the
+    /// scheduler's loop, the blocked one taking its timer's deadline along.
+    /// Otherwise the blocked vCPU stays loaded, so its virtual timer keeps running and its
+    /// PPI wakes it; the deadline joins the run queue (and so the EL2 timer) only when it is
+    /// switched out.
+    fn wait(&mut self, at: usize) -> Next {
+        let (alone, pair) = (self.vms.len() == 1, self.vms.len() == 2);
         let vm = &mut self.vms[at];
         if vm.has_deliverable_at_wfi() {
-            return false;
+            return Next::Resume;
+        }
+        if pair {
+            let deadline = vm.timer_deadline().filter(|_| vm.is_on());
+            if let Some(id) = self.queue.block_and_hand_over(timer::now(), deadline) {
+                return self.hand_over(id).map_or(Next::Decide, Next::Switched);
+            }
         }
         // The CPU's only vCPU keeps it while it waits: its list registers are chosen now, so
         // that the interrupt that wakes it takes the short injection.
@@ -329,7 +417,25 @@ impl CpuScheduler {
             vm.load_for_wake();
         }
         let _ = self.queue.block(vcpu_of(vm), None);
-        true
+        Next::Decide
+    }
+
+    /// The loaded vCPU blocked and the run queue gave the CPU to `id`, the blocked one's
+    /// deadline already taken (`wait`): it is taken off without a run-queue lookup and `id`
+    /// is put on. Its position then; `None`: the scheduler decides, the blocked vCPU still
+    /// loaded (`id` is being rebuilt or is off, which `run_vcpu` handles).
+    fn hand_over(&mut self, id: VcpuId) -> Option<usize> {
+        let next = self.position(id)?;
+        let vm = &self.vms[next];
+        if vm.rebuilding() || !vm.is_on() {
+            return None;
+        }
+        let old = self.loaded_at.take()?;
+        self.loaded = None;
+        self.vms[old].switch_out();
+        self.put_on(id, next);
+        self.arm_next_event();
+        Some(next)
     }
 
     /// Wakes a blocked vCPU that has something to take (after an interrupt was forwarded).

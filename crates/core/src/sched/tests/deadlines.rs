@@ -175,3 +175,92 @@ fn a_deadline_taken_on_leaving_is_ordered_among_the_others() {
     assert_eq!(q.pick(300).run, Some(LINUX), "a tie goes to the lower id");
     assert_eq!(q.next_event(300), Some(300 + SLICE), "OTHER woke too");
 }
+
+#[test]
+fn the_rtos_deadline_preempts_linux_without_a_pick() {
+    let mut q = rtos_and_linux();
+    q.pick(0);
+    q.block(RTOS, None).unwrap();
+    assert_eq!(q.pick(0).run, Some(LINUX));
+    q.leave(RTOS, || Some(40));
+    assert_eq!(q.preempt_at_deadline(39), None, "not yet due");
+    assert_eq!(q.preempt_at_deadline(40), Some(RTOS));
+    assert_eq!(q.running(), Some(RTOS));
+    assert_eq!(q.state(LINUX), Some(VcpuState::Ready));
+    assert_eq!(q.next_event(40), None, "the deadline was consumed");
+    q.block(RTOS, None).unwrap();
+    let d = q.pick(50);
+    assert_eq!(d.run, Some(LINUX));
+    assert_eq!(
+        q.next_event(50),
+        None,
+        "Linux alone in its level keeps the CPU"
+    );
+}
+
+#[test]
+fn a_deadline_preempts_without_a_pick_only_when_pick_would_do_just_that() {
+    // The runner is not outranked.
+    let mut q = three_peers();
+    q.pick(0);
+    q.block(OTHER, Some(10)).unwrap();
+    assert_eq!(q.preempt_at_deadline(20), None);
+    assert_eq!(q.running(), Some(LINUX), "the queue is unchanged");
+    // Two deadlines came.
+    let mut q = queue(&[
+        (LINUX, GPOS_PRIORITY),
+        (RTOS, RTOS_PRIORITY),
+        (OTHER, RTOS_PRIORITY),
+    ]);
+    q.block(RTOS, Some(10)).unwrap();
+    q.block(OTHER, Some(15)).unwrap();
+    assert_eq!(q.pick(0).run, Some(LINUX));
+    assert_eq!(q.preempt_at_deadline(20), None);
+    assert_eq!(q.state(RTOS), Some(VcpuState::Blocked));
+    assert_eq!(q.pick(20).run, Some(RTOS));
+    // A ready vCPU of the woken one's priority was there first.
+    let mut q = queue(&[
+        (LINUX, GPOS_PRIORITY),
+        (RTOS, RTOS_PRIORITY),
+        (OTHER, RTOS_PRIORITY),
+    ]);
+    q.block(RTOS, Some(10)).unwrap();
+    q.block(OTHER, None).unwrap();
+    assert_eq!(q.pick(0).run, Some(LINUX));
+    q.wake(OTHER).unwrap();
+    assert_eq!(q.preempt_at_deadline(10), None);
+    assert_eq!(q.pick(10).run, Some(OTHER));
+    // Nothing runs.
+    let mut q = rtos_and_linux();
+    q.block(RTOS, Some(10)).unwrap();
+    q.block(LINUX, None).unwrap();
+    assert_eq!(q.preempt_at_deadline(10), None);
+}
+
+#[test]
+fn the_rtos_hands_the_cpu_to_linux_at_its_wfi_with_its_deadline() {
+    let mut q = rtos_and_linux();
+    assert_eq!(q.pick(0).run, Some(RTOS));
+    assert_eq!(
+        q.block_and_hand_over(10, Some(10)),
+        None,
+        "a deadline already reached"
+    );
+    assert_eq!(q.running(), Some(RTOS), "the queue is unchanged");
+    assert_eq!(q.block_and_hand_over(10, Some(40)), Some(LINUX));
+    assert_eq!(q.state(RTOS), Some(VcpuState::Blocked));
+    assert_eq!(q.running(), Some(LINUX));
+    assert_eq!(q.next_event(10), Some(40));
+    assert_eq!(q.preempt_at_deadline(40), Some(RTOS));
+    // Nothing else to run: the general path blocks and idles.
+    q.block(LINUX, None).unwrap();
+    assert_eq!(q.block_and_hand_over(50, Some(90)), None);
+    // Two peers wait in one level: `pick` chooses among them.
+    let mut q = queue(&[
+        (RTOS, RTOS_PRIORITY),
+        (LINUX, GPOS_PRIORITY),
+        (OTHER, GPOS_PRIORITY),
+    ]);
+    assert_eq!(q.pick(0).run, Some(RTOS));
+    assert_eq!(q.block_and_hand_over(10, None), None);
+}

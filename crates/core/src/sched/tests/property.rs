@@ -168,7 +168,52 @@ fn check_after_pick(q: &RunQueue, model: &Model, now: u64) {
     }
 }
 
-fn run_sequence(seed: u64, calls: usize) {
+/// Two queues that must behave alike from now on: the same states, runner and next event.
+fn check_same(a: &RunQueue, b: &RunQueue, model: &Model, now: u64) {
+    for &(vcpu, _, _) in &model.vcpus {
+        assert_eq!(a.state(vcpu), b.state(vcpu), "{vcpu:?}");
+    }
+    assert_eq!(a.running(), b.running());
+    assert_eq!(a.next_event(now), b.next_event(now));
+    assert_eq!(a.should_preempt(now), b.should_preempt(now));
+}
+
+/// The running vCPU blocks at `now` with a random deadline and leaves the CPU if another
+/// vCPU runs: `block_and_hand_over` on a copy of the queue is checked against `block`,
+/// `pick` and `leave`, and one of the two goes on. `hand_overs` counts its successes.
+fn hand_over(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: u64, hand_overs: &mut usize) {
+    let Some(running) = q.running() else {
+        return;
+    };
+    let d = deadline(rng, now);
+    let mut fast = q.clone();
+    let untouched = q.clone();
+    let handed = fast.block_and_hand_over(now, d);
+    q.block(running, None).unwrap();
+    model.set_deadline(running, None);
+    let run = q.pick(now).run;
+    if run.is_some() {
+        assert_eq!(q.leave(running, || d), Some(VcpuState::Blocked));
+        model.set_deadline(running, d);
+    }
+    match handed {
+        Some(vcpu) => {
+            assert_eq!(run, Some(vcpu), "block_and_hand_over disagrees with pick");
+            check_same(&fast, q, model, now);
+            check_after_pick(&fast, model, now);
+            *hand_overs += 1;
+            if rng.below(2) == 0 {
+                *q = fast;
+            }
+        }
+        None => check_same(&fast, &untouched, model, now),
+    }
+}
+
+/// One random sequence of `calls` calls; `fast_paths` counts the picks that
+/// `preempt_at_deadline` could take (checked against `pick` on a copy of the queue),
+/// `hand_overs` the blocks `block_and_hand_over` could take.
+fn run_sequence(seed: u64, calls: usize, fast_paths: &mut usize, hand_overs: &mut usize) {
     let mut rng = Rng(seed);
     let mut q = RunQueue::new(1 + rng.below(2 * SLICE));
     let mut model = Model::default();
@@ -176,8 +221,21 @@ fn run_sequence(seed: u64, calls: usize) {
     for _ in 0..calls {
         let before = q.running();
         let preempt = q.should_preempt(now);
-        if rng.below(3) == 0 {
+        if before.is_some() && rng.below(6) == 0 {
+            hand_over(&mut q, &mut model, &mut rng, now, hand_overs);
+        } else if rng.below(3) == 0 {
+            let mut fast = q.clone();
+            let preempted = fast.preempt_at_deadline(now);
             let d = q.pick(now);
+            if let Some(vcpu) = preempted {
+                assert_eq!(d.run, Some(vcpu), "preempt_at_deadline disagrees with pick");
+                check_same(&fast, &q, &model, now);
+                check_after_pick(&fast, &model, now);
+                *fast_paths += 1;
+                if rng.below(2) == 0 {
+                    q = fast;
+                }
+            }
             assert_eq!(d.run, q.running());
             assert_eq!(
                 preempt,
@@ -197,7 +255,13 @@ fn run_sequence(seed: u64, calls: usize) {
 
 #[test]
 fn random_call_sequences_keep_the_invariants() {
+    let (mut fast_paths, mut hand_overs) = (0, 0);
     for seed in 0..300 {
-        run_sequence(seed, 400);
+        run_sequence(seed, 400, &mut fast_paths, &mut hand_overs);
     }
+    assert!(
+        fast_paths > 100,
+        "only {fast_paths} preemptions at a deadline"
+    );
+    assert!(hand_overs > 100, "only {hand_overs} hand-overs at a WFI");
 }
