@@ -61,10 +61,27 @@ pub mod ret {
 /// affinity level is INVALID_PARAMETERS (PSCI, ARM DEN 0022, AFFINITY_INFO).
 pub const MAX_AFFINITY_LEVEL: u64 = 3;
 
-/// Partita's version for PARTITA_VERSION: `(major << 16) | minor` of this crate.
-pub fn partita_version() -> u64 {
-    let parse = |s: &str| s.parse::<u64>().unwrap_or(0) & 0xffff;
-    (parse(env!("CARGO_PKG_VERSION_MAJOR")) << 16) | parse(env!("CARGO_PKG_VERSION_MINOR"))
+/// Partita's version for PARTITA_VERSION: `(major << 16) | minor` of this crate, a constant.
+pub const fn partita_version() -> u64 {
+    (decimal(env!("CARGO_PKG_VERSION_MAJOR")) << 16) | decimal(env!("CARGO_PKG_VERSION_MINOR"))
+}
+
+/// The decimal number `s` (its digits; 0 when it has none or another character), at most 16
+/// bits of it.
+const fn decimal(s: &str) -> u64 {
+    let bytes = s.as_bytes();
+    let mut value = 0u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            return 0;
+        }
+        value = value
+            .wrapping_mul(10)
+            .wrapping_add((bytes[i] - b'0') as u64);
+        i += 1;
+    }
+    value & 0xffff
 }
 
 /// A decoded guest call.
@@ -103,8 +120,10 @@ pub enum Hypercall {
     },
 }
 
-/// The bytes of one PARTITA_CONSOLE_WRITE.
+/// The bytes of one PARTITA_CONSOLE_WRITE. Aligned as the registers they come from, so that
+/// moving a `Hypercall` or `Response` that holds them copies words, not bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(8))]
 pub struct ConsoleBytes {
     bytes: [u8; CONSOLE_CHUNK],
     len: u8,
@@ -134,6 +153,7 @@ impl ConsoleBytes {
 
 /// Whether a call with 32-bit convention (function ID bit 30 clear) passes its arguments in
 /// w registers: the upper halves must then be ignored.
+#[inline]
 fn argument(function: u32, x: u64) -> u64 {
     if function & (1 << 30) == 0 {
         x & 0xffff_ffff
@@ -143,6 +163,7 @@ fn argument(function: u32, x: u64) -> u64 {
 }
 
 /// Decodes a call from the guest's x0..x7 (registers past the end of `x` read as zero).
+#[inline(always)]
 pub fn decode(x: &[u64]) -> Hypercall {
     let reg = |i: usize| x.get(i).copied().unwrap_or(0);
     let function = reg(0) as u32;
@@ -302,6 +323,7 @@ fn affinity_info(vcpus: &Powers, target: u64, level: u64) -> u64 {
 
 /// The call in the guest's x0..x7 made with HVC/SMC `#imm`: SMCCC calls use immediate 0,
 /// any other is unsupported.
+#[inline(always)]
 fn decode_call(x: &[u64], imm: u16) -> Hypercall {
     if imm == 0 {
         decode(x)
@@ -314,6 +336,7 @@ fn decode_call(x: &[u64], imm: u16) -> Hypercall {
 
 /// Whether a call reads or changes the power states of the VM's vCPUs, its boot, or its
 /// channels: only `respond`, given those, answers it.
+#[inline]
 fn acts_on_vm(call: &Hypercall) -> bool {
     matches!(
         call,
@@ -330,6 +353,7 @@ fn acts_on_vm(call: &Hypercall) -> bool {
 /// registers and the counters alone (versions, features, PARTITA_COUNTER, console writes,
 /// unsupported calls): the hypervisor's short exit answers these without looking at the
 /// VM. `None` for a call that acts on the VM (`respond` answers it).
+#[inline(always)]
 pub fn respond_local(
     x: &[u64],
     imm: u16,
@@ -340,6 +364,7 @@ pub fn respond_local(
 }
 
 /// The answer to a call that does not act on the VM (`acts_on_vm` is false).
+#[inline(always)]
 fn answer_local(call: Hypercall, read_counter: impl FnOnce(u64, u64) -> Option<u64>) -> Response {
     match call {
         Hypercall::PsciVersion => Response::value(PSCI_VERSION_1_1),
@@ -349,7 +374,7 @@ fn answer_local(call: Hypercall, read_counter: impl FnOnce(u64, u64) -> Option<u
         Hypercall::SmcccVersion => Response::value(SMCCC_VERSION_1_1),
         Hypercall::PartitaVersion => Response::Return {
             x0: ret::SUCCESS,
-            x1: Some(partita_version()),
+            x1: Some(const { partita_version() }),
         },
         Hypercall::PartitaCounter { vm, counter } => match read_counter(vm, counter) {
             Some(value) => Response::Return {

@@ -87,6 +87,11 @@ struct VmWords([AtomicU64; WORDS]);
 static VMS: [[VmWords; MAX_VMS]; MAX_CPUS] =
     [const { [const { VmWords([const { AtomicU64::new(0) }; WORDS]) }; MAX_VMS] }; MAX_CPUS];
 
+/// Per CPU, the words the short exits of a VM without counters write and nobody reads
+/// (`ShortExits`).
+static SPARE: [VmWords; MAX_CPUS] =
+    [const { VmWords([const { AtomicU64::new(0) }; WORDS]) }; MAX_CPUS];
+
 /// A CPU's bookkeeping between an exit and the next entry.
 struct CpuWords {
     /// Clock at the last transition (exit, entry, idle end).
@@ -143,16 +148,22 @@ const PMCCFILTR_ALL_ELS: u64 = 1 << 27;
 /// PMCNTENSET_EL0.C: the cycle counter runs.
 const PMCNTEN_CYCLES: u64 = 1 << 31;
 
+/// Whether the clock is the PMU cycle counter (`has_pmu`, as `init_cpu` found it).
+static PMU: AtomicBool = AtomicBool::new(true);
+
 /// Whether the CPU has a PMUv3 (ID_AA64DFR0_EL1.PMUVer neither 0 nor IMPLEMENTATION
-/// DEFINED); without one the clock is the generic counter. The world switch's data-abort
-/// vector reads the clock the same way (`vectors.rs`).
-pub(crate) static PMU: AtomicBool = AtomicBool::new(true);
+/// DEFINED); without one the clock is the generic counter. The world switch reads the clock
+/// in its own code, one copy for each (`vectors.rs`: `install` and `enter_guest` choose).
+#[inline]
+pub fn has_pmu() -> bool {
+    let version = (read_sysreg!("id_aa64dfr0_el1") >> 8) & 0xf;
+    version != 0 && version != 0xf
+}
 
 /// Starts this CPU's clock; call once per CPU before any VM (guests never reach the PMU:
 /// `Vcpu::load` sets MDCR_EL2's traps and `trap.rs` makes the registers read as zero).
 pub fn init_cpu() {
-    let version = (read_sysreg!("id_aa64dfr0_el1") >> 8) & 0xf;
-    if version == 0 || version == 0xf {
+    if !has_pmu() {
         PMU.store(false, Ordering::Relaxed);
         return;
     }
@@ -224,7 +235,9 @@ pub fn clock_ns() -> u64 {
     clock()
 }
 
-/// A data abort taken at `start` (the vector's clock) goes to the general path.
+/// A data abort taken at `start` (the vector's clock) goes to the general path (out of the
+/// short exits' line: they finish most).
+#[cold]
 pub fn abort_taken(start: u64) {
     cpu().abort_at.store(start, Ordering::Relaxed);
 }
@@ -243,13 +256,7 @@ pub fn answered() {
 pub fn resume_stats() -> PathStats {
     let mut all = PathStats::default();
     for cpu in &CPUS {
-        let w = &cpu.resume;
-        all.merge(&PathStats {
-            count: w[0].load(Ordering::Relaxed),
-            min: w[1].load(Ordering::Relaxed),
-            sum: w[2].load(Ordering::Relaxed),
-            max: w[3].load(Ordering::Relaxed),
-        });
+        all.merge(&words_at(&cpu.resume, 0));
     }
     all
 }
@@ -313,26 +320,42 @@ fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
     words_at(w, first as usize)
 }
 
-/// The path whose first word is at `at`, as its words hold it.
+/// The path whose first word is at `at`, as its words hold it: count, the minimum's
+/// complement, sum, max (`fold_at`).
 #[inline]
 fn words_at(w: &[AtomicU64], at: usize) -> PathStats {
+    let count = w[at].load(Ordering::Relaxed);
     PathStats {
-        count: w[at].load(Ordering::Relaxed),
-        min: w[at + 1].load(Ordering::Relaxed),
+        count,
+        min: if count == 0 {
+            0
+        } else {
+            !w[at + 1].load(Ordering::Relaxed)
+        },
         sum: w[at + 2].load(Ordering::Relaxed),
         max: w[at + 3].load(Ordering::Relaxed),
     }
 }
 
-/// Folds one sample into the path of `w` whose first word is at `at`.
-#[inline]
+/// Folds one sample into the path of `w` whose first word is at `at`. The minimum is kept
+/// as its complement, the largest complement: a path without samples (all words zero)
+/// takes its first sample as every later one, without a test of the count.
+#[inline(always)]
 fn fold_at(w: &[AtomicU64], at: usize, ns: u64) {
-    let mut stats = words_at(w, at);
-    stats.add(ns);
-    w[at].store(stats.count, Ordering::Relaxed);
-    w[at + 1].store(stats.min, Ordering::Relaxed);
-    w[at + 2].store(stats.sum, Ordering::Relaxed);
-    w[at + 3].store(stats.max, Ordering::Relaxed);
+    let count = &w[at];
+    let not_min = &w[at + 1];
+    let sum = &w[at + 2];
+    let max = &w[at + 3];
+    count.store(
+        count.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
+    not_min.store(not_min.load(Ordering::Relaxed).max(!ns), Ordering::Relaxed);
+    sum.store(
+        sum.load(Ordering::Relaxed).wrapping_add(ns),
+        Ordering::Relaxed,
+    );
+    max.store(max.load(Ordering::Relaxed).max(ns), Ordering::Relaxed);
 }
 
 /// VM `vm`'s vCPU came back from the world switch, which left the guest at `now` (the
@@ -381,19 +404,26 @@ pub enum ShortPath {
 /// its trap, injection and path sample at once (relaxed loads and stores into this CPU's
 /// words); their EL2 time is taken off the guest's when the vCPU's exit leaves the short
 /// path (`finish`).
+///
+/// Cheap by construction: the words are found once, when the vCPU is entered; a VM without
+/// counters writes into this CPU's `SPARE` words, so no update asks whether it has words;
+/// and the short exits' EL2 time is not summed apart: it is what they added to the VM's
+/// `El2Ns` word on this CPU, which nothing else writes while the vCPU is entered.
 pub struct ShortExits {
-    words: Option<&'static [AtomicU64; WORDS]>,
-    /// EL2 time of the short exits so far, and the time their WFIs waited.
-    el2: u64,
-    /// A sample waits for the guest's next entry to end it (`settle`): its path's words (none:
-    /// a sample of EL2 time alone) ...
-    path: Option<&'static PathWords>,
+    words: &'static [AtomicU64; WORDS],
+    /// A sample waits for the guest's next entry to end it (`settle`) ...
     waiting: bool,
+    /// ... with its path's words (none: EL2 time alone, as a sent SGI's) ...
+    path: Option<&'static PathWords>,
     /// ... its start (the clock at its exit's vector, or at the wake-up) ...
     start: u64,
     /// ... and where its EL2 time starts: `start` for a short exit's; for the general
     /// path's (`entering`), the entry, whose EL2 time before that `entering` charged.
     el2_from: u64,
+    /// The `El2Ns` word when the vCPU was entered (`finish` takes the difference).
+    el2_before: u64,
+    /// The time the short exits' WFIs waited at EL2 (`idle`).
+    idle: u64,
     /// The wake-up of a WFI's short exit that handed its exit over (`interrupted`).
     resumed: Option<u64>,
     /// The fabric's answer to a request the short exit made (`accelerator`): T_resume ends
@@ -405,27 +435,31 @@ pub struct ShortExits {
 type PathWords = [AtomicU64; 4];
 
 /// The words of the path of `w` whose first word is at `at` (a constant on the hot paths, so
-/// the lookup is an address).
+/// the lookup is an address); none past the words.
 #[inline(always)]
 fn path_words(w: &'static [AtomicU64; WORDS], at: usize) -> Option<&'static PathWords> {
-    w.get(at..at.wrapping_add(4))?.try_into().ok()
+    w.get(at..)?.first_chunk()
 }
 
 impl ShortExits {
     /// For VM `vm`'s vCPU, about to be entered on this CPU: it takes the path `entering`
     /// left waiting.
     pub fn new(vm: usize) -> Self {
-        let cpu = cpu();
+        let at = cpu_index();
+        let cpu = &CPUS[at];
         let word = cpu.path_word.load(Ordering::Relaxed);
         cpu.path_word.store(NO_WORD, Ordering::Relaxed);
-        let words = words(vm);
+        let words = VMS[at].get(vm).map_or(&SPARE[at].0, |w| &w.0);
         ShortExits {
             words,
-            el2: 0,
-            path: words.and_then(|w| path_words(w, word as usize)),
             waiting: word != NO_WORD,
+            path: usize::try_from(word)
+                .ok()
+                .and_then(|at| path_words(words, at)),
             start: cpu.path_start.load(Ordering::Relaxed),
             el2_from: cpu.mark.load(Ordering::Relaxed),
+            el2_before: words[Counter::El2Ns as usize].load(Ordering::Relaxed),
+            idle: 0,
             resumed: None,
             answered: None,
         }
@@ -439,27 +473,16 @@ impl ShortExits {
             return;
         }
         self.waiting = false;
-        if let Some(answered) = self.answered.take() {
-            fold_at(&cpu().resume, 0, entered.wrapping_sub(answered));
-        }
-        let el2 = entered.wrapping_sub(self.el2_from);
-        self.el2 = self.el2.wrapping_add(el2);
-        if let Some(w) = self.words {
-            add_words(w, Counter::El2Ns, el2);
-        }
+        add_words(
+            self.words,
+            Counter::El2Ns,
+            entered.wrapping_sub(self.el2_from),
+        );
         if let Some(path) = self.path {
-            let ns = entered.wrapping_sub(self.start);
-            let mut stats = PathStats {
-                count: path[0].load(Ordering::Relaxed),
-                min: path[1].load(Ordering::Relaxed),
-                sum: path[2].load(Ordering::Relaxed),
-                max: path[3].load(Ordering::Relaxed),
-            };
-            stats.add(ns);
-            path[0].store(stats.count, Ordering::Relaxed);
-            path[1].store(stats.min, Ordering::Relaxed);
-            path[2].store(stats.sum, Ordering::Relaxed);
-            path[3].store(stats.max, Ordering::Relaxed);
+            fold_at(path, 0, entered.wrapping_sub(self.start));
+        } else if let Some(answered) = self.answered.take() {
+            // Only a fabric request's sample, which has no path, has an answer.
+            fold_at(&cpu().resume, 0, entered.wrapping_sub(answered));
         }
     }
 
@@ -468,10 +491,7 @@ impl ShortExits {
     #[inline(always)]
     fn wait_entry(&mut self, first: Option<Counter>, start: u64) {
         self.waiting = true;
-        self.path = match (self.words, first) {
-            (Some(w), Some(first)) => path_words(w, first as usize),
-            _ => None,
-        };
+        self.path = first.and_then(|first| path_words(self.words, first as usize));
         self.start = start;
         self.el2_from = start;
     }
@@ -497,12 +517,9 @@ impl ShortExits {
             ShortPath::Sgi => (Counter::TrapsSysreg, None, true),
         };
         self.wait_entry(first, start);
-        let Some(w) = self.words else {
-            return;
-        };
-        add_words(w, trap, 1);
+        add_words(self.words, trap, 1);
         if injected {
-            add_words(w, Counter::Injected, 1);
+            add_words(self.words, Counter::Injected, 1);
         }
     }
 
@@ -517,9 +534,7 @@ impl ShortExits {
             Counter::DeviceCount
         };
         self.wait_entry(Some(first), start);
-        if let Some(w) = self.words {
-            add_words(w, Counter::TrapsDataAbort, 1);
-        }
+        add_words(self.words, Counter::TrapsDataAbort, 1);
     }
 
     /// The data-abort short exit made a request to the fabric (a write to an unconnected
@@ -531,9 +546,7 @@ impl ShortExits {
         self.wait_entry(None, start);
         let answered = cpu().answered_at.swap(0, Ordering::Relaxed);
         self.answered = (answered != 0).then_some(answered);
-        if let Some(w) = self.words {
-            add_words(w, Counter::TrapsDataAbort, 1);
-        }
+        add_words(self.words, Counter::TrapsDataAbort, 1);
     }
 
     /// The short exit's WFI taken at `start` is finished, or about to wait for an interrupt
@@ -541,12 +554,8 @@ impl ShortExits {
     #[inline]
     pub fn wfi(&mut self, start: u64) -> u64 {
         let now = clock();
-        let ns = now.wrapping_sub(start);
-        self.el2 = self.el2.wrapping_add(ns);
-        if let Some(w) = self.words {
-            add_words(w, Counter::TrapsWfi, 1);
-            add_words(w, Counter::El2Ns, ns);
-        }
+        add_words(self.words, Counter::TrapsWfi, 1);
+        add_words(self.words, Counter::El2Ns, now.wrapping_sub(start));
         now
     }
 
@@ -555,7 +564,7 @@ impl ShortExits {
     #[inline]
     pub fn idle(&mut self, since: u64) -> u64 {
         let now = clock();
-        self.el2 = self.el2.wrapping_add(now.wrapping_sub(since));
+        self.idle = self.idle.wrapping_add(now.wrapping_sub(since));
         now
     }
 
@@ -565,9 +574,7 @@ impl ShortExits {
     #[inline]
     pub fn woke(&mut self, woke: u64) {
         self.wait_entry(Some(Counter::InjectionCount), woke);
-        if let Some(w) = self.words {
-            add_words(w, Counter::Injected, 1);
-        }
+        add_words(self.words, Counter::Injected, 1);
     }
 
     /// The vCPU's exit leaves the short path (before `exited`), the guest last entered at
@@ -578,9 +585,14 @@ impl ShortExits {
     /// the exit over (`interrupted`), whose time until then is already EL2's or idle.
     pub fn finish(mut self, entered: u64, exited: u64) -> u64 {
         self.settle(entered);
+        let el2 = self.words[Counter::El2Ns as usize]
+            .load(Ordering::Relaxed)
+            .wrapping_sub(self.el2_before);
         let mark = &cpu().mark;
         mark.store(
-            mark.load(Ordering::Relaxed).wrapping_add(self.el2),
+            mark.load(Ordering::Relaxed)
+                .wrapping_add(el2)
+                .wrapping_add(self.idle),
             Ordering::Relaxed,
         );
         self.resumed.unwrap_or(exited)

@@ -47,7 +47,7 @@ use crate::fabric::{self, Requested};
 use crate::hypercall;
 use crate::uart_exit::{Done, Registers, UartExit};
 use crate::vgic::VirtualGic;
-use crate::vm::{inject_expired_timer, update_lines, Shared};
+use crate::vm::{inject_expired_timer, update_lines, Hardware, Shared};
 
 /// ESR_EL2.EC values the short exit looks at (the vectors send it no other).
 const EC_WFX: u64 = 0x01;
@@ -103,11 +103,46 @@ impl ShortExitHandler for ShortExit<'_> {
         }
     }
 
-    /// The same with the guest's caller-saved registers only.
+    /// A trapped system register with every guest register: an SGI sent (`sgi`), without
+    /// asking ESR_EL2's class again.
     #[inline]
-    fn light(&mut self, regs: &mut CallerSaved, start: u64, exit: Exit) -> Light {
+    fn system_register(&mut self, regs: &mut GuestRegs, start: u64) -> Handled {
+        self.counters.settle(regs.entered);
+        match self.sgi(regs, ESR_EL2.get()) {
+            Ok(path) => {
+                self.counters.done(start, path);
+                Handled::Done
+            }
+            Err(_) => Handled::Return(Exit::Synchronous),
+        }
+    }
+
+    /// A WFx or SMC with the guest's caller-saved registers only.
+    #[inline]
+    fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
         self.counters.settle(regs.entered());
-        self.dispatch(regs, start, exit)
+        self.dispatch(regs, start, Exit::Synchronous)
+    }
+
+    /// An HVC with the guest's caller-saved registers: the call answered
+    /// (`hypercall_local`), without asking ESR_EL2's class again.
+    #[inline]
+    fn hypercall(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
+        self.counters.settle(regs.entered());
+        match hypercall_local(regs, self.shared, ESR_EL2.get() as u16, false) {
+            Ok(path) => {
+                self.counters.done(start, path);
+                Light::Done
+            }
+            Err(light) => light,
+        }
+    }
+
+    /// A physical IRQ with the guest's caller-saved registers.
+    #[inline]
+    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
+        self.counters.settle(regs.entered());
+        self.dispatch(regs, start, Exit::Irq)
     }
 
     /// A data abort taken at `start`, with the guest's caller-saved registers: a
@@ -129,8 +164,7 @@ impl ShortExitHandler for ShortExit<'_> {
             }
             Done::Yes { data_write } => data_write,
             Done::LineChanged { data_write } => {
-                update_lines(self.shared, self.vgic, self.vcpu, &mut hw);
-                self.vgic.before_entry(&mut hw.vgic);
+                line_changed(self.shared, self.vgic, self.vcpu, &mut hw);
                 data_write
             }
         };
@@ -206,7 +240,7 @@ impl<'a> ShortExit<'a> {
 
     #[inline(always)]
     fn synchronous<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let shared = self.shared;
         let len = if esr & ESR_IL != 0 { 4 } else { 2 };
         match esr >> 26 {
             EC_HVC64 => hypercall_local(regs, shared, esr as u16, false),
@@ -215,21 +249,28 @@ impl<'a> ShortExit<'a> {
                 regs.advance(len);
                 Ok(path)
             }
-            EC_SYSREG => {
-                let access = SysregAccess::decode((esr & 0x1ff_ffff) as u32);
-                if access.id != ICC_SGI1R_EL1 || access.read {
-                    return Err(Light::General);
-                }
-                let value = regs.read(access.register).ok_or(Light::AllRegisters)?;
-                let mut hw = shared.hardware();
-                vgic.send_sgi(&mut hw.vgic, value);
-                shared.kick_touched(&mut hw.vgic, self.vcpu);
-                vgic.before_entry(&mut hw.vgic);
-                regs.advance(len);
-                Ok(ShortPath::Sgi)
-            }
+            EC_SYSREG => self.sgi(regs, esr),
             _ => Err(Light::General),
         }
+    }
+
+    /// A trapped system register access (ESR_EL2 `esr`): an ICC_SGI1R_EL1 write is made
+    /// pending on its targets, other vCPUs' CPUs kicked, this vCPU's list registers chosen
+    /// again.
+    #[inline(always)]
+    fn sgi<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
+        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let access = SysregAccess::decode((esr & 0x1ff_ffff) as u32);
+        if access.id != ICC_SGI1R_EL1 || access.read {
+            return Err(Light::General);
+        }
+        let value = regs.read(access.register).ok_or(Light::AllRegisters)?;
+        let mut hw = shared.hardware();
+        vgic.send_sgi(&mut hw.vgic, value);
+        shared.kick_touched(&mut hw.vgic, self.vcpu);
+        vgic.before_entry(&mut hw.vgic);
+        regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
+        Ok(ShortPath::Sgi)
     }
 
     /// A trapped WFI (ESR_EL2 `esr`, taken at `start`) of the CPU's only vCPU: what the
@@ -350,6 +391,16 @@ impl<'a> ShortExit<'a> {
     }
 }
 
+/// The UART's interrupt line changed in a short exit: the virtual GIC hears of it and the
+/// list registers are chosen again. Out of line, so that the character's path (the line
+/// unchanged) keeps fewer registers.
+#[cold]
+#[inline(never)]
+fn line_changed(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
+    update_lines(shared, vgic, vcpu, hw);
+    vgic.before_entry(&mut hw.vgic);
+}
+
 /// HVC/SMC `#imm` when the call depends on the registers and counters alone: answered in
 /// x0 (and x1), or its bytes printed as the VM's console output.
 #[inline(always)]
@@ -360,9 +411,8 @@ fn hypercall_local<R: Registers>(
     smc: bool,
 ) -> Result<ShortPath, Light> {
     let x = regs.caller_saved();
-    let mut args = [0u64; CALL_REGISTERS];
-    args.copy_from_slice(&x[..CALL_REGISTERS]);
-    match respond_local(&args, imm, hypercall::counters_value).ok_or(Light::General)? {
+    let response = respond_local(&x[..CALL_REGISTERS], imm, hypercall::counters_value);
+    match response.ok_or(Light::General)? {
         Response::Return { x0, x1 } => {
             x[0] = x0;
             if let Some(x1) = x1 {

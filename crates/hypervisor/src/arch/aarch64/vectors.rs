@@ -11,16 +11,18 @@
 //! The frequent exits (a physical IRQ, and a synchronous exception whose class is WFx, a
 //! data abort, HVC or SMC) first go to the caller's short exit (`enter_guest`'s `short`) with
 //! the EL2 clock read at the vector and only the guest's caller-saved registers (x0..x18,
-//! x30) saved: the Rust handler keeps x19..x29 as the
-//! procedure call standard says and ELR/SPSR stay in ELR_EL2/SPSR_EL2
-//! (`ShortExitHandler::light`, and `ShortExitHandler::data_abort` for a data abort, which the
-//! vector tells apart by ESR_EL2.EC alone). When it finishes the exit, those registers are
-//! loaded back and the guest runs on at once, without restoring the host's registers,
-//! returning to the scheduler and entering it again. When it does not, x19..x29, ELR and
-//! SPSR are saved too and the exit goes to the short exit with every register
-//! (`ShortExitHandler::exit`: an access naming x19..x29) or returns, exactly as any other. A
-//! trapped system register (an SGI sent), which may name any register, goes to `exit` at
-//! once with every register saved.
+//! x30) saved: the Rust handler keeps x19..x29 as the procedure call standard says and
+//! ELR/SPSR stay in ELR_EL2/SPSR_EL2. Each has its own entry and handler, so none asks again
+//! what the vector knew (`ShortExitHandler::interrupt`, `hypercall`, `data_abort`, and
+//! `light` for WFx and SMC). When it finishes the exit, those registers are loaded back and
+//! the guest runs on at once, without restoring the host's registers, returning to the
+//! scheduler and entering it again. When it does not, x19..x29, ELR and SPSR are saved too
+//! and the exit goes to the short exit with every register (`ShortExitHandler::exit`: an
+//! access naming x19..x29) or returns, exactly as any other. A trapped system register (an
+//! SGI sent), which may name any register, goes to its own handler at once with every
+//! register saved (`ShortExitHandler::system_register`).
+//! The clock is read by one instruction (two on a CPU without a PMU): the table and the
+//! world switch exist once per clock and `install` and `enter_guest` choose (`read_clock`).
 //! Exceptions taken from EL2 itself are Partita bugs and end in a panic. This module must
 //! never interpret a trap: decoding belongs to `trap.rs` and `partita_core::trap`.
 
@@ -56,26 +58,64 @@ pub enum Exit {
     SError,
 }
 
+/// The world switch's entry: `(regs, short, call, data_abort, hypercall, interrupt, light,
+/// system_register)` → the exit kind (the four light entries' handlers: `light_exit`; the
+/// full short exit's two: `short_exit`).
+type EnterGuest = unsafe extern "C" fn(
+    *mut GuestRegs,
+    *mut c_void,
+    ShortCall,
+    LightCall,
+    LightCall,
+    LightCall,
+    LightCall,
+    ShortCall,
+) -> u64;
+
+// One vector table and world switch per EL2 clock (`read_clock` in the assembly): with the
+// PMU cycle counter, and with the generic counter on a CPU without a PMU.
 extern "C" {
-    fn enter_guest_raw(
+    fn enter_guest_pmu(
         regs: *mut GuestRegs,
         short: *mut c_void,
         call: ShortCall,
-        data_abort: DataAbortCall,
+        data_abort: LightCall,
+        hypercall: LightCall,
+        interrupt: LightCall,
         light: LightCall,
+        system_register: ShortCall,
     ) -> u64;
-    static partita_vectors: u8;
+    fn enter_guest_counter(
+        regs: *mut GuestRegs,
+        short: *mut c_void,
+        call: ShortCall,
+        data_abort: LightCall,
+        hypercall: LightCall,
+        interrupt: LightCall,
+        light: LightCall,
+        system_register: ShortCall,
+    ) -> u64;
+    static partita_vectors_pmu: u8;
+    static partita_vectors_counter: u8;
 }
 
 /// How the vectors call the short exit: `(clock, regs, short, exit kind)` → `DONE`, or the
-/// exit kind `enter_guest_raw` returns.
+/// exit kind the world switch (`enter_guest`) returns.
 type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
-/// How the data-abort vector calls `ShortExitHandler::data_abort`: `(clock, regs, short)` → a
+/// How a light entry calls its `ShortExitHandler` method: `(clock, regs, short)` → a
 /// `Light` as u64.
-type DataAbortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
-/// How the IRQ vector and the synchronous one (WFx, HVC, SMC) call
-/// `ShortExitHandler::light`: `(clock, regs, short, exit kind)` → a `Light` as u64.
-type LightCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
+type LightCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
+
+/// Which `ShortExitHandler` method a light entry's handler calls (`light_exit`): each entry
+/// has its own, so that no handler asks again which exit it has.
+const DATA_ABORT: u8 = 0;
+const HYPERCALL: u8 = 1;
+const INTERRUPT: u8 = 2;
+const WFX_SMC: u8 = 3;
+/// The same for the full short exit's handlers (`short_exit`): any exit, or a trapped
+/// system register, which the vector knows.
+const ANY: u8 = 0;
+const SYSTEM_REGISTER: u8 = 1;
 
 /// The short exits of an entered vCPU (`enter_guest`).
 pub trait ShortExitHandler {
@@ -87,13 +127,25 @@ pub trait ShortExitHandler {
     /// exit did nothing).
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled;
 
-    /// A physical IRQ, or a WFx, HVC or SMC from the guest, taken at `start`, asked first, with only the guest's caller-saved registers saved and ELR
-    /// and SPSR in ELR_EL2 and SPSR_EL2 (`CallerSaved`). Whatever it does not finish it must
-    /// leave untouched, except as `Light::Interrupted` says.
-    fn light(&mut self, regs: &mut CallerSaved, start: u64, exit: Exit) -> Light;
+    /// A trapped system register access (ESR_EL2.EC 0x18) taken at `start` with every
+    /// guest register saved: `exit` for it, which the vector knows already.
+    fn system_register(&mut self, regs: &mut GuestRegs, start: u64) -> Handled;
 
-    /// A data abort from the guest taken at `start`: `light` for the data-abort vector,
-    /// which knows the class already.
+    /// A WFx or SMC from the guest, taken at `start`, asked first, with only the guest's
+    /// caller-saved registers saved and ELR and SPSR in ELR_EL2 and SPSR_EL2
+    /// (`CallerSaved`). Whatever it does not finish it must leave untouched, except as
+    /// `Light::Interrupted` says.
+    fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
+
+    /// An HVC from the guest taken at `start`: `light` for the HVC, which the vector
+    /// knows already.
+    fn hypercall(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
+
+    /// A physical IRQ taken at `start`: `light` for the IRQ vector.
+    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
+
+    /// A data abort from the guest taken at `start`: `light` for the data abort, which the
+    /// vector knows already.
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
 }
 
@@ -181,18 +233,37 @@ impl CallerSaved {
 /// Runs the guest with `regs` until it traps to EL2 with an exit `short` does not finish
 /// (`ShortExitHandler`).
 pub fn enter_guest<S: ShortExitHandler>(regs: &mut GuestRegs, short: &mut S) -> Exit {
-    let call: ShortCall = short_exit::<S>;
-    let data_abort: DataAbortCall = data_abort_exit::<S>;
-    let light: LightCall = light_exit::<S>;
+    let call: ShortCall = short_exit::<S, ANY>;
+    let system_register: ShortCall = short_exit::<S, SYSTEM_REGISTER>;
+    let data_abort: LightCall = light_exit::<S, DATA_ABORT>;
+    let hypercall: LightCall = light_exit::<S, HYPERCALL>;
+    let interrupt: LightCall = light_exit::<S, INTERRUPT>;
+    let light: LightCall = light_exit::<S, WFX_SMC>;
     let short = core::ptr::from_mut(short).cast::<c_void>();
+    // The world switch of this CPU's clock, as `install` chose its vectors.
+    let enter: EnterGuest = if crate::counters::has_pmu() {
+        enter_guest_pmu
+    } else {
+        enter_guest_counter
+    };
     // SAFETY: `regs` is a valid, exclusively borrowed register file for the duration of the
     // call; the assembly saves and restores every callee-saved register of the host and
     // returns on the same stack. `short` is an exclusively borrowed `S`, used only by
-    // `call`, `data_abort` and `light` (`short_exit`, `data_abort_exit`, `light_exit`) during
-    // the call.
+    // the handlers (`short_exit`, `light_exit`) during the call.
     // Stage 2, HCR_EL2 and the EL1 context of this guest are loaded by the caller, so the
     // guest can only reach its own memory.
-    let kind = unsafe { enter_guest_raw(regs, short, call, data_abort, light) };
+    let kind = unsafe {
+        enter(
+            regs,
+            short,
+            call,
+            data_abort,
+            hypercall,
+            interrupt,
+            light,
+            system_register,
+        )
+    };
     Exit::from_kind(kind)
 }
 
@@ -219,54 +290,58 @@ impl Exit {
 }
 
 /// Called by the vectors with the guest's registers saved and the host's not yet restored
-/// (on the EL2 stack below `enter_guest_raw`'s frame): `DONE` when `short` finished the exit
-/// and the guest is loaded back, else the kind of the exit `enter_guest_raw` returns.
-extern "C" fn short_exit<S: ShortExitHandler>(
+/// (on the EL2 stack below the world switch's frame), for any exit (`ENTRY` `ANY`) or a
+/// trapped system register (`SYSTEM_REGISTER`): `DONE` when `short` finished the exit and
+/// the guest is loaded back, else the kind of the exit the world switch returns.
+extern "C" fn short_exit<S: ShortExitHandler, const ENTRY: u8>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
     kind: u64,
 ) -> u64 {
-    // SAFETY: `enter_guest` passed these two pointers to `enter_guest_raw`, which is still
+    // SAFETY: `enter_guest` passed these two pointers to the world switch, which is still
     // running: `regs` is its exclusively borrowed register file (the guest is not running,
     // the assembly touches it again only after this returns) and `short` its `&mut S`.
     let (regs, short) = unsafe { (&mut *regs, &mut *short.cast::<S>()) };
-    match short.exit(regs, start, Exit::from_kind(kind)) {
+    let handled = match ENTRY {
+        SYSTEM_REGISTER => short.system_register(regs, start),
+        _ => short.exit(regs, start, Exit::from_kind(kind)),
+    };
+    match handled {
         Handled::Done => DONE,
         Handled::Return(exit) => exit.kind(),
     }
 }
 
-/// Called by the data-abort vector with the guest's caller-saved registers saved
-/// (`CallerSaved`): what `short` did, as `Light`'s value.
-extern "C" fn data_abort_exit<S: ShortExitHandler>(
+/// Called by a light entry (`ENTRY`: the data abort, the HVC, the IRQ, or a WFx or SMC)
+/// with the guest's caller-saved registers saved (`CallerSaved`): what `short` did, as
+/// `Light`'s value.
+extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
 ) -> u64 {
-    // SAFETY: as in `short_exit`: `enter_guest_raw` is running, `regs` is its exclusively
+    // SAFETY: as in `short_exit`: the world switch is running, `regs` is its exclusively
     // borrowed register file and `short` its `&mut S`. `CallerSaved` is a transparent
     // wrapper of `GuestRegs`, so the cast keeps layout and validity.
     let (regs, short) = unsafe { (&mut *regs.cast::<CallerSaved>(), &mut *short.cast::<S>()) };
-    short.data_abort(regs, start) as u64
+    let light = match ENTRY {
+        DATA_ABORT => short.data_abort(regs, start),
+        HYPERCALL => short.hypercall(regs, start),
+        INTERRUPT => short.interrupt(regs, start),
+        _ => short.light(regs, start),
+    };
+    light as u64
 }
 
-/// Called by the IRQ vector and the synchronous one with the guest's caller-saved registers
-/// saved (`CallerSaved`) and the exit kind: what `short` did, as `Light`'s value.
-extern "C" fn light_exit<S: ShortExitHandler>(
-    start: u64,
-    regs: *mut GuestRegs,
-    short: *mut c_void,
-    kind: u64,
-) -> u64 {
-    // SAFETY: as in `data_abort_exit`.
-    let (regs, short) = unsafe { (&mut *regs.cast::<CallerSaved>(), &mut *short.cast::<S>()) };
-    short.light(regs, start, Exit::from_kind(kind)) as u64
-}
-
-/// Points VBAR_EL2 at Partita's vector table on this CPU.
+/// Points VBAR_EL2 at Partita's vector table on this CPU: the one whose clock this CPU has
+/// (`counters::has_pmu`).
 pub fn install() {
-    let base = core::ptr::addr_of!(partita_vectors) as u64;
+    let base = if crate::counters::has_pmu() {
+        core::ptr::addr_of!(partita_vectors_pmu)
+    } else {
+        core::ptr::addr_of!(partita_vectors_counter)
+    } as u64;
     VBAR_EL2.set(base);
     aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
 }
@@ -290,58 +365,59 @@ global_asm!(
     b       el2_exception
 .endm
 
-.macro guest_vector kind
+.macro guest_vector kind, clock
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
     stp     x2, x3, [sp, #16]
     mov     x3, #\kind
-    b       guest_exit
+    b       guest_exit_\clock
 .endm
 
 // A physical IRQ: the light short exit is asked first.
-.macro guest_irq_vector
+.macro guest_irq_vector clock
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
     mov     x1, #1
-    b       guest_light
+    b       guest_irq_\clock
 .endm
 
-// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) takes its own short exit
-// (`guest_data_abort`), WFx (0x01), HVC (0x16) or SMC (0x17) the light one (`guest_light`),
-// both with the guest's x2..x30 still live; a trapped system register (0x18), which may name
-// any register, the short exit with every register saved (`guest_short`); any other
-// returns.
-.macro guest_sync_vector
+// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) and an HVC (0x16) take their
+// own light entries (`guest_data_abort`, `guest_hvc`), WFx (0x01) or SMC (0x17) the shared
+// one (`guest_light`), all with the guest's x2..x30 still live; a trapped system register
+// (0x18), which may name any register, the short exit with every register saved
+// (`guest_short`); any other returns. The classes are tested in the order data abort,
+// system register (a self-SGI: Thread-Metric's and Rhealstone's interrupt tests), HVC,
+// then WFx or SMC in one test (`ccmp`).
+.macro guest_sync_vector clock
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
     mrs     x0, esr_el2
     lsr     x0, x0, #26
-    mov     x1, #0
     cmp     x0, #0x24
-    b.eq    guest_data_abort
+    b.eq    guest_data_abort_\clock
     cmp     x0, #0x18
-    b.eq    guest_short
+    b.eq    guest_short_\clock
+    mov     x1, #0
+    cmp     x0, #0x16
+    b.eq    guest_hvc_\clock
     cmp     x0, #0x01
-    b.eq    guest_light
-    sub     x0, x0, #0x16
-    cmp     x0, #1
-    b.ls    guest_light
+    ccmp    x0, #0x17, #4, ne
+    b.eq    guest_light_\clock
     stp     x2, x3, [sp, #16]
     mov     x3, #0
-    b       guest_exit
+    b       guest_exit_\clock
 .endm
 
-// Reads the EL2 clock into \reg as `counters` does: the PMU cycle counter, or the generic
-// counter times 16.
-.macro read_clock reg, wreg
-    adrp    \reg, {pmu}
-    ldrb    \wreg, [\reg, :lo12:{pmu}]
-    cbz     \wreg, 1f
+// Reads the EL2 clock `clock` into \reg as `counters` does: the PMU cycle counter (`pmu`),
+// or the generic counter times 16 (`counter`). The choice is made once, by the table
+// `install` points VBAR_EL2 at and the entry `enter_guest` calls: one instruction (two) here.
+.macro read_clock reg, clock
+.ifc \clock, pmu
     mrs     \reg, pmccntr_el0
-    b       2f
-1:  mrs     \reg, cntpct_el0
+.else
+    mrs     \reg, cntpct_el0
     lsl     \reg, \reg, #4
-2:
+.endif
 .endm
 
 // Stores the guest's registers into `GuestRegs` at x1: x4..x30 as they are, x0..x3 from
@@ -370,6 +446,39 @@ global_asm!(
     stp     x4, x5, [x1, #{elr}]
 .endm
 
+// A light entry `\name\()_\clock` (`world_switch`): the kind in \kind, the handler at
+// [sp, #\call] above the vector's push.
+.macro light_entry name, kind, call, clock
+\name\()_\clock:
+    read_clock x0, \clock
+    stp     x0, \kind, [sp, #16]
+    ldr     x1, [sp, #32]
+    save_caller
+    ldr     x2, [sp, #40]
+    ldr     x3, [sp, #(32 + \call)]
+    blr     x3
+    cmp     x0, #1
+    b.ne    light_general_\clock
+    add     sp, sp, #32
+    ldr     x0, [sp]
+    ldp     x2, x3, [x0, #16]
+    ldp     x4, x5, [x0, #32]
+    ldp     x6, x7, [x0, #48]
+    ldp     x8, x9, [x0, #64]
+    ldp     x10, x11, [x0, #80]
+    ldp     x12, x13, [x0, #96]
+    ldp     x14, x15, [x0, #112]
+    ldp     x16, x17, [x0, #128]
+    ldr     x18, [x0, #144]
+    ldr     x30, [x0, #240]
+    read_clock x1, \clock
+    str     x1, [x0, #{entered}]
+    ldp     x0, x1, [x0, #0]
+    eret
+    dsb     nsh
+    isb
+.endm
+
 // Stores the guest's caller-saved registers into `GuestRegs` at x1: x2..x18 and x30 as they
 // are, x0 and x1 from the vector's push (kept). Clobbers x2, x3.
 .macro save_caller
@@ -387,10 +496,13 @@ global_asm!(
     stp     x2, x3, [x1, #0]
 .endm
 
-.section .text.vectors, "ax"
+// The vector table and the world switch for the clock `clock` (`read_clock`):
+// `partita_vectors_\clock` and `enter_guest_\clock`.
+.macro world_switch clock
+.section .text.vectors_\clock, "ax"
 .balign 0x800
-.global partita_vectors
-partita_vectors:
+.global partita_vectors_\clock
+partita_vectors_\clock:
     el2_vector 0
     el2_vector 1
     el2_vector 2
@@ -399,34 +511,37 @@ partita_vectors:
     el2_vector 5
     el2_vector 6
     el2_vector 7
-    guest_sync_vector
-    guest_irq_vector
-    guest_vector 2
-    guest_vector 3
-    guest_vector 0
-    guest_vector 1
-    guest_vector 2
-    guest_vector 3
+    guest_sync_vector \clock
+    guest_irq_vector \clock
+    guest_vector 2, \clock
+    guest_vector 3, \clock
+    guest_vector 0, \clock
+    guest_vector 1, \clock
+    guest_vector 2, \clock
+    guest_vector 3, \clock
 
-// `enter_guest_raw(regs, short, call, data_abort, light)`: its frame, above the host's
-// callee-saved registers, holds the five arguments (regs at [sp], short at [sp, #8], call
-// at [sp, #16], data_abort at [sp, #24], light at [sp, #32]); while the guest runs, a
-// vector's push of 32 bytes lies below it.
-.section .text.enter_guest, "ax"
-.global enter_guest_raw
-enter_guest_raw:
+// `enter_guest_\clock(regs, short, call, data_abort, hypercall, interrupt, light,
+// system_register)`: its frame, above the host's callee-saved registers, holds the eight
+// arguments (regs at [sp], short at [sp, #8], call at [sp, #16], then the light entries'
+// handlers: data_abort at [sp, #24], hypercall at [sp, #32], interrupt at [sp, #40], light
+// at [sp, #48], and system_register at [sp, #56]); while the guest runs, a vector's push of
+// 32 bytes lies below it.
+.section .text.enter_guest_\clock, "ax"
+.global enter_guest_\clock
+enter_guest_\clock:
     stp     x29, x30, [sp, #-16]!
     stp     x27, x28, [sp, #-16]!
     stp     x25, x26, [sp, #-16]!
     stp     x23, x24, [sp, #-16]!
     stp     x21, x22, [sp, #-16]!
     stp     x19, x20, [sp, #-16]!
+    stp     x6, x7, [sp, #-16]!
     stp     x4, x5, [sp, #-16]!
     stp     x2, x3, [sp, #-16]!
     stp     x0, x1, [sp, #-16]!
 
 // Loads the guest's registers from x0 and enters it.
-load_guest:
+load_guest_\clock:
     ldp     x2, x3, [x0, #{elr}]
     msr     elr_el2, x2
     msr     spsr_el2, x3
@@ -446,89 +561,61 @@ load_guest:
     ldp     x26, x27, [x0, #208]
     ldp     x28, x29, [x0, #224]
     ldr     x30, [x0, #240]
-    read_clock x1, w1
+    read_clock x1, \clock
     str     x1, [x0, #{entered}]
     ldp     x0, x1, [x0, #0]
     eret
     dsb     nsh
     isb
 
-// Entered from the synchronous vector with the guest's x0, x1 pushed (32 bytes): reads the
-// clock, saves every guest register and calls the short exit (`short_call`, kind 0).
-guest_short:
+// Calls the short exit `call(clock, regs, short, kind)` with every guest register saved in
+// `GuestRegs` at x1, the vector's push popped, the clock in x2 and the kind in x3
+// (`short_handler_\clock`).
+short_call_\clock:
+    ldr     x4, [sp, #16]
+    b       short_handler_\clock
+
+// Entered from the synchronous vector for a trapped system register with the guest's x0, x1
+// pushed (32 bytes): reads the clock, saves every guest register and calls
+// `system_register(clock, regs, short, 0)` (`enter_guest_\clock`'s eighth argument).
+guest_short_\clock:
     stp     x2, x3, [sp, #16]
     mov     x3, #0
-    read_clock x2, w2
+    read_clock x2, \clock
     ldr     x1, [sp, #32]
     str     x2, [x1, #{exited}]
     save_guest
-// Calls the short exit `call(clock, regs, short, kind)` with every guest register saved in
-// `GuestRegs` at x1, the vector's push popped, the clock in x2 and the kind in x3. It
-// answers `DONE` (the guest is loaded back) or the kind of the exit to return.
-short_call:
+    ldr     x4, [sp, #56]
+// Calls the short exit's handler at x4 with (clock, regs, short, kind): it answers `DONE`
+// (the guest is loaded back) or the kind of the exit to return.
+short_handler_\clock:
     mov     x0, x2
     ldr     x2, [sp, #8]
-    ldr     x4, [sp, #16]
     blr     x4
     cmp     x0, #{done}
-    b.ne    restore_host
+    b.ne    restore_host_\clock
     ldr     x0, [sp]
-    b       load_guest
+    b       load_guest_\clock
 
-// Entered from the IRQ or synchronous vector with the guest's x0, x1 pushed (32 bytes), the
-// exit kind in x1 and x2..x30 live: reads the clock, saves the guest's caller-saved
-// registers (x0..x18, x30) and calls `light(clock, regs, short, kind)` (`enter_guest_raw`'s
-// fifth argument). The Rust code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the
-// guest's (EL2 takes no exception it returns from; a finished exit moves ELR_EL2 itself).
-// Its answer, a `Light`, goes to `light_return`. The push's free half keeps the clock and
-// the kind.
-guest_light:
-    read_clock x0, w0
-    stp     x0, x1, [sp, #16]
-    ldr     x1, [sp, #32]
-    save_caller
-    ldr     x2, [sp, #40]
-    ldr     x3, [sp, #24]
-    ldr     x4, [sp, #64]
-    blr     x4
-    b       light_return
-
-// The same for a data abort (kind 0), with `data_abort(clock, regs, short)`
-// (`enter_guest_raw`'s fourth argument).
-guest_data_abort:
-    read_clock x0, w0
-    stp     x0, xzr, [sp, #16]
-    ldr     x1, [sp, #32]
-    save_caller
-    ldr     x2, [sp, #40]
-    ldr     x3, [sp, #56]
-    blr     x3
-// After `Light::Done` (1) only the saved registers are loaded back. Otherwise x19..x29, ELR
+// The light entries, entered from a vector with the guest's x0, x1 pushed (32 bytes), the
+// exit kind in x1 (a data abort: 0) and x2..x30 live: each reads the clock, saves the
+// guest's caller-saved registers (x0..x18, x30) and calls its handler `(clock, regs, short)`
+// (`enter_guest_\clock`'s argument at [sp, #\call] once the push is taken off). The Rust
+// code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the guest's (EL2 takes no
+// exception it returns from; a finished exit moves ELR_EL2 itself). Its answer, a `Light`,
+// finishes the entry: after `Light::Done` (1) only the saved registers are loaded back and
+// the guest runs on; otherwise the exit goes on at `light_general_\clock`. The push's free
+// half keeps the clock and the kind.
+light_entry guest_irq, x1, 40, \clock
+light_entry guest_hvc, x1, 32, \clock
+light_entry guest_light, x1, 48, \clock
+light_entry guest_data_abort, xzr, 24, \clock
+// A light entry's handler did not finish the exit (`Light` in x0 not `Done`): x19..x29, ELR
 // and SPSR are saved as well and the exit goes to the general short exit (`AllRegisters`,
 // 2, with the same clock and kind) or returns to the host (`General`, 0, with the kind as
 // taken; `Interrupted`, 3, as an IRQ).
-light_return:
-    cmp     x0, #1
-    b.ne    4f
-    add     sp, sp, #32
-    ldr     x0, [sp]
-    ldp     x2, x3, [x0, #16]
-    ldp     x4, x5, [x0, #32]
-    ldp     x6, x7, [x0, #48]
-    ldp     x8, x9, [x0, #64]
-    ldp     x10, x11, [x0, #80]
-    ldp     x12, x13, [x0, #96]
-    ldp     x14, x15, [x0, #112]
-    ldp     x16, x17, [x0, #128]
-    ldr     x18, [x0, #144]
-    ldr     x30, [x0, #240]
-    read_clock x1, w1
-    str     x1, [x0, #{entered}]
-    ldp     x0, x1, [x0, #0]
-    eret
-    dsb     nsh
-    isb
-4:  ldr     x1, [sp, #32]
+light_general_\clock:
+    ldr     x1, [sp, #32]
     stp     x19, x20, [x1, #152]
     stp     x21, x22, [x1, #168]
     stp     x23, x24, [x1, #184]
@@ -542,24 +629,24 @@ light_return:
     str     x2, [x1, #{exited}]
     add     sp, sp, #32
     cmp     x0, #2
-    b.eq    short_call
+    b.eq    short_call_\clock
     b.hi    5f
     mov     x0, x3
-    b       restore_host
+    b       restore_host_\clock
 5:  mov     x0, #1
-    b       restore_host
+    b       restore_host_\clock
 
 // Entered from a guest vector with the guest's x0..x3 pushed and the exit kind in x3.
-guest_exit:
-    read_clock x2, w2
+guest_exit_\clock:
+    read_clock x2, \clock
     ldr     x1, [sp, #32]
     str     x2, [x1, #{exited}]
     save_guest
     mov     x0, x3
 
-// Returns from `enter_guest_raw` with the exit kind in x0.
-restore_host:
-    add     sp, sp, #48
+// Returns from `enter_guest_\clock` with the exit kind in x0.
+restore_host_\clock:
+    add     sp, sp, #64
     ldp     x19, x20, [sp], #16
     ldp     x21, x22, [sp], #16
     ldp     x23, x24, [sp], #16
@@ -567,12 +654,15 @@ restore_host:
     ldp     x27, x28, [sp], #16
     ldp     x29, x30, [sp], #16
     ret
+.endm
+
+world_switch pmu
+world_switch counter
 "#,
     elr = const offset_of!(GuestRegs, elr),
     done = const DONE,
     exited = const offset_of!(GuestRegs, exited),
     entered = const offset_of!(GuestRegs, entered),
-    pmu = sym crate::counters::PMU,
 );
 
 const _: () = {
