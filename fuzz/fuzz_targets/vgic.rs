@@ -73,6 +73,22 @@ enum Op {
         states: Vec<u8>,
         intid: u16,
     },
+    /// Load the list registers, let the guest move them to the given states, then ask
+    /// whether the vCPU may wait with them loaded (`Vgic::settle_loaded`) and fold back.
+    Wait {
+        vcpu: u8,
+        count: u8,
+        states: Vec<u8>,
+    },
+}
+
+/// What happens between the guest's run and the fold (`Machine::run_with`).
+enum Between {
+    Nothing,
+    /// The short injection of an INTID.
+    Inject(u32),
+    /// The short wait's question.
+    Wait,
 }
 
 /// Distributor offsets that are reserved or have no function here: RAZ/WI.
@@ -221,11 +237,12 @@ impl Machine {
     }
 
     fn run(&mut self, vcpu: usize, count: u8, states: &[u8]) {
-        self.run_with(vcpu, count, states, None);
+        self.run_with(vcpu, count, states, Between::Nothing);
     }
 
-    /// `run`, with a short injection of `short` between the guest's run and the fold.
-    fn run_with(&mut self, vcpu: usize, count: u8, states: &[u8], short: Option<u32>) {
+    /// `run`, with a short injection or the short wait's question between the guest's run
+    /// and the fold.
+    fn run_with(&mut self, vcpu: usize, count: u8, states: &[u8], between: Between) {
         let Some(mut lrs) = self.lrs.get_mut(vcpu).map(std::mem::take) else {
             assert!(self.vgic.flush(vcpu, &[]).is_err());
             return;
@@ -270,12 +287,25 @@ impl Machine {
             }
             *value = (*value & !(3 << 62)) | (u64::from(state & 3) << 62);
         }
-        if let Some(intid) = short {
-            let free = values
-                .iter()
-                .enumerate()
-                .filter(|(_, &raw)| ListRegister::decode(raw).is_free())
-                .fold(0u16, |bits, (n, _)| bits | 1 << n);
+        let free = values
+            .iter()
+            .enumerate()
+            .filter(|(_, &raw)| ListRegister::decode(raw).is_free())
+            .fold(0u16, |bits, (n, _)| bits | 1 << n);
+        if let Between::Wait = between {
+            let settled = self
+                .vgic
+                .settle_loaded(vcpu, free)
+                .expect("settle of an existing vCPU");
+            if settled {
+                assert!(
+                    values.iter().all(|&raw| ListRegister::decode(raw).is_free()),
+                    "a vCPU waits with a list register in use"
+                );
+                assert!(!self.vgic.has_deliverable(vcpu), "it waits with work");
+            }
+        }
+        if let Between::Inject(intid) = between {
             let result = self.vgic.inject_loaded(vcpu, intid, free, values.len());
             assert_eq!(result.is_ok(), self.implemented(u64::from(intid)));
             if let Ok(Some((slot, value))) = result {
@@ -371,7 +401,17 @@ impl Machine {
                 count,
                 states,
                 intid,
-            } => self.run_with(self.vcpu(vcpu), count, &states, Some(u32::from(intid))),
+            } => self.run_with(
+                self.vcpu(vcpu),
+                count,
+                &states,
+                Between::Inject(u32::from(intid)),
+            ),
+            Op::Wait {
+                vcpu,
+                count,
+                states,
+            } => self.run_with(self.vcpu(vcpu), count, &states, Between::Wait),
         }
     }
 }

@@ -20,7 +20,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::lock::Mutex;
 use partita_core::config::{ConsoleView, SystemConfig};
@@ -111,6 +111,11 @@ static PARTITA_HELD: Mutex<heapless::String<PARTITA_HELD_BYTES>> =
     Mutex::new(heapless::String::new());
 const PARTITA_HELD_BYTES: usize = 2048;
 
+/// Set after a line is held (Partita's or a stream's), cleared by the `release_held` that
+/// prints it: a CPU about to idle with nothing held (the common case, at every wait of a
+/// real-time guest) reads one word instead of taking every stream's lock.
+static SOMETHING_HELD: AtomicBool = AtomicBool::new(false);
+
 /// Prints a long hypervisor line that no one waits for (a stopped VM's counters) as
 /// `print_line` does, unless a physical interrupt is pending: then the line is kept until the
 /// CPU idles, so printing it never delays the VM the interrupt is for. A line that does not
@@ -120,6 +125,7 @@ pub fn print_line_unhurried(args: fmt::Arguments) {
         let mut held = PARTITA_HELD.lock();
         let before = held.len();
         if writeln!(held, "[partita] {args}").is_ok() {
+            SOMETHING_HELD.store(true, Ordering::Release);
             return;
         }
         held.truncate(before);
@@ -250,6 +256,7 @@ impl Terminal for Screen<'_> {
             self.held.extend_from_slice(b"] ");
             self.held.extend_from_slice(line);
             self.held.extend_from_slice(b"\r\n");
+            SOMETHING_HELD.store(true, Ordering::Release);
             return;
         }
         let mut uart = CONSOLE.lock();
@@ -283,7 +290,11 @@ fn with_stream(vm: usize, f: impl FnOnce(&mut VmOutput, View, &mut Screen)) {
 }
 
 /// Prints every stream's held lines: the CPU is about to idle, so no vCPU waits for it.
+/// A line held after the flag is cleared here sets it again, so none is forgotten.
 pub fn release_held() {
+    if !SOMETHING_HELD.load(Ordering::Relaxed) || !SOMETHING_HELD.swap(false, Ordering::AcqRel) {
+        return;
+    }
     {
         let mut held = PARTITA_HELD.lock();
         if !held.is_empty() {

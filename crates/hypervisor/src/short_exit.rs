@@ -230,9 +230,11 @@ impl<'a> ShortExit<'a> {
         }
         gic::end_of_interrupt(intid);
         let mut hw = shared.hardware();
-        vgic.inject(&mut hw.vgic, intid);
+        let short = vgic.inject(&mut hw.vgic, intid);
         shared.kick_touched(&mut hw.vgic, self.vcpu);
-        vgic.before_entry(&mut hw.vgic);
+        if !short {
+            vgic.before_entry(&mut hw.vgic);
+        }
         Ok(ShortPath::Injection)
     }
 
@@ -294,12 +296,14 @@ impl<'a> ShortExit<'a> {
             let mut hw = shared.hardware();
             update_lines(shared, vgic, self.vcpu, &mut hw);
             inject_expired_timer(shared, vgic, self.vcpu, &mut hw);
-            if vgic.has_deliverable(&mut hw.vgic) {
-                drop(hw);
-                self.counters.wfi(start);
-                return Light::Done;
+            if !vgic.settled_for_wait(&mut hw.vgic) {
+                if vgic.has_deliverable(&mut hw.vgic) {
+                    drop(hw);
+                    self.counters.wfi(start);
+                    return Light::Done;
+                }
+                vgic.before_entry(&mut hw.vgic);
             }
-            vgic.before_entry(&mut hw.vgic);
             hw.devices.flush_output(shared.index());
         }
         console::release_held();
@@ -316,9 +320,11 @@ impl<'a> ShortExit<'a> {
         }
         gic::end_of_interrupt(intid);
         let mut hw = shared.hardware();
-        vgic.inject(&mut hw.vgic, intid);
+        let short = vgic.inject(&mut hw.vgic, intid);
         shared.kick_touched(&mut hw.vgic, self.vcpu);
-        vgic.before_entry(&mut hw.vgic);
+        if !short {
+            vgic.before_entry(&mut hw.vgic);
+        }
         drop(hw);
         self.counters.woke(woke);
         Light::Done

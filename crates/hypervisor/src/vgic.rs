@@ -7,10 +7,11 @@
 //! hypercalls): reading, folding and choosing them again is work the hot paths (an exit for
 //! a UART access, say) need not do. Whatever reads or changes the model first folds the live
 //! list registers into it (`sync`) and marks them stale; `before_entry` then lets the model
-//! choose them again and requests a maintenance interrupt when interrupts wait for room. Two
-//! short cuts keep the model the truth without that work: an injection into loaded list
-//! registers may go straight into a free one (`Vgic::inject_loaded`), and a vCPU switched
-//! in again with nothing changed in the model gets its parked values back
+//! choose them again and requests a maintenance interrupt when interrupts wait for room.
+//! Three short cuts keep the model the truth without that work: an injection into loaded
+//! list registers may go straight into a free one (`Vgic::inject_loaded`), a vCPU about to
+//! wait with nothing left keeps its loaded ones (`Vgic::settle_loaded`), and a vCPU
+//! switched in again with nothing changed in the model gets its parked values back
 //! (`Vgic::unchanged_since_choice`). A maintenance interrupt disables the virtual CPU
 //! interface until that refill (it would otherwise stay asserted at EL2). The guest's
 //! distributor and redistributor accesses trap (their windows are not in stage 2) and are
@@ -168,11 +169,21 @@ impl VirtualGic {
     }
 
     /// A physical occurrence of an interrupt forwarded to this vCPU (its PPIs) or to the VM
-    /// (an SPI, which the model routes).
-    pub fn inject(&mut self, model: &mut Vgic, intid: u32) {
+    /// (an SPI, which the model routes). True when the short injection took it: its list
+    /// register is written and `before_entry` has nothing to do.
+    #[inline(always)]
+    pub fn inject(&mut self, model: &mut Vgic, intid: u32) -> bool {
         if self.inject_loaded(model, intid) {
-            return;
+            return true;
         }
+        self.inject_general(model, intid);
+        false
+    }
+
+    /// `inject` when the short injection did not take the interrupt: fold, inject, and
+    /// let `before_entry` choose the list registers again.
+    #[inline(never)]
+    fn inject_general(&mut self, model: &mut Vgic, intid: u32) {
         self.sync(model);
         if let Err(e) = model.inject(self.vcpu, intid) {
             panic!("injecting interrupt {intid}: {e:?}");
@@ -182,22 +193,22 @@ impl VirtualGic {
     /// The short injection (`Vgic::inject_loaded`): while the list registers are loaded,
     /// `intid` goes straight into a free one when the model allows it. True when it did
     /// (the list registers stay loaded, `before_entry` has nothing to do).
+    #[inline(always)]
     fn inject_loaded(&mut self, model: &mut Vgic, intid: u32) -> bool {
         if self.stale || self.parked {
             return false;
         }
         let free = gic_hyp::empty_list_registers();
         match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
+            // `lrs` is not written: while the list registers are loaded, the next `sync` or
+            // `unload` reads every one `loaded` marks.
             Ok(Some((slot, value))) => {
-                if let Some(lr) = self.lrs.get_mut(slot) {
-                    *lr = value;
-                }
                 gic_hyp::write_list_register(slot, value);
                 self.loaded |= 1 << slot;
                 true
             }
             Ok(None) => false,
-            Err(e) => panic!("injecting interrupt {intid}: {e:?}"),
+            Err(e) => injection_failed(intid, e),
         }
     }
 
@@ -228,6 +239,23 @@ impl VirtualGic {
         }
         self.sync(model);
         let _ = model.send_sgi(self.vcpu, request);
+    }
+
+    /// The vCPU is about to wait for an interrupt: true when nothing is there to wake it
+    /// and its list registers, loaded, are what the model would choose (none live), so
+    /// neither `has_deliverable` nor `before_entry` need run before it waits
+    /// (`Vgic::settle_loaded`, which folds the list registers the guest finished). False:
+    /// the general answer is needed. Not after a choice that asked for a maintenance
+    /// interrupt, which the general path clears.
+    pub fn settled_for_wait(&mut self, model: &mut Vgic) -> bool {
+        if self.stale || self.parked || self.hcr != 0 {
+            return false;
+        }
+        let free = gic_hyp::empty_list_registers();
+        match model.settle_loaded(self.vcpu, free) {
+            Ok(settled) => settled,
+            Err(e) => panic!("virtual GIC settle: {e:?}"),
+        }
     }
 
     /// Whether the vCPU has an interrupt to take (wakes it from WFI).
@@ -276,10 +304,16 @@ impl VirtualGic {
     /// Loads the list registers the model chooses, if anything changed since they were
     /// loaded, and enables the virtual CPU interface. `stale` means `sync` ran since the
     /// last load and the guest has not run since, so `lrs` still holds the live values.
+    #[inline]
     pub fn before_entry(&mut self, model: &mut Vgic) {
-        if !self.stale {
-            return;
+        if self.stale {
+            self.choose(model);
         }
+    }
+
+    /// `before_entry` when the list registers are stale.
+    #[inline(never)]
+    fn choose(&mut self, model: &mut Vgic) {
         self.stale = false;
         if core::mem::take(&mut self.parked) && model.unchanged_since_choice(self.vcpu) {
             // Switched in again and nothing changed in the model since the vCPU left: its
@@ -372,6 +406,13 @@ impl VirtualGic {
         }
         self.loaded = 0;
     }
+}
+
+/// The model refused an injection the hypervisor asked for (an INTID it does not have).
+#[cold]
+#[inline(never)]
+fn injection_failed(intid: u32, e: VgicError) -> ! {
+    panic!("injecting interrupt {intid}: {e:?}")
 }
 
 /// The list registers of a `VirtualGic::loaded` mask, lowest first: only the set bits are

@@ -12,7 +12,7 @@
 
 use super::lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 use super::state::{IrqState, Trigger};
-use super::{LiveEntry, Vgic, VgicError, PRIVATE_IRQS};
+use super::{LiveEntry, VcpuIrqs, Vgic, VgicError, PRIVATE_IRQS};
 
 /// The list-register contents to load before a vCPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +54,31 @@ fn fold(irq: &mut IrqState, entry: LiveEntry, state: LrState) {
         }
         _ => irq.pending_latch = state.is_pending(),
     }
+}
+
+/// Folds every live list register of `v` as `sync` would when the guest finished all of
+/// them (each free in `free`) and each holds an SGI or PPI, the usual case of a timer tick
+/// taken before the next: `update`'s work for interrupts of this vCPU alone, which no other
+/// list register holds (the caller counts the change). False, nothing changed, otherwise.
+#[inline]
+fn fold_all_finished(v: &mut VcpuIrqs, free: u16) -> bool {
+    let live = v.live_count.min(MAX_LIST_REGISTERS);
+    let all = (1u32 << live) - 1;
+    let Some(entries) = v.live.get_mut(..live) else {
+        return false;
+    };
+    if u32::from(free) & all != all || entries.iter().flatten().any(|e| e.intid >= PRIVATE_IRQS) {
+        return false;
+    }
+    for entry in entries.iter_mut().filter_map(Option::take) {
+        if let Some(irq) = v.private.get_mut(entry.intid as usize) {
+            fold(irq, entry, LrState::Invalid);
+            v.pending.set(entry.intid, irq.pending());
+            v.active.set(entry.intid, irq.active);
+        }
+    }
+    v.live_count = 0;
+    true
 }
 
 /// The best list-register candidates of one vCPU as ordering keys (`candidate_key`), best
@@ -250,6 +275,13 @@ impl Vgic {
     /// chooses the same set here when each of them other than `intid` is in a list register
     /// that still holds it, and one list register is free for `intid`. The order of the list
     /// registers may differ (the guest takes them by priority, whatever their order).
+    ///
+    /// The usual case (`inject_alone`) costs the same whatever the VM: once the finished
+    /// list registers are folded, none is live and the vCPU has nothing active and nothing
+    /// pending but `intid` (two summary words), so `intid` is the general path's only
+    /// choice. Otherwise the vCPU's pending and active interrupts are each checked against
+    /// the live list registers.
+    #[inline(always)]
     pub fn inject_loaded(
         &mut self,
         vcpu: usize,
@@ -257,44 +289,187 @@ impl Vgic {
         free: u16,
         count: usize,
     ) -> Result<Option<(usize, u64)>, VgicError> {
+        match self.inject_alone(vcpu, intid, free, count) {
+            Some(done) => Ok(Some(done)),
+            None => self.inject_loaded_folding(vcpu, intid, free, count),
+        }
+    }
+
+    /// `inject_loaded` when its usual case did not apply at once: the finished list
+    /// registers are folded, then the usual case is tried again, then every pending and
+    /// active interrupt of the vCPU is checked against the live list registers.
+    #[inline(never)]
+    fn inject_loaded_folding(
+        &mut self,
+        vcpu: usize,
+        intid: u32,
+        free: u16,
+        count: usize,
+    ) -> Result<Option<(usize, u64)>, VgicError> {
+        let live = self.fold_finished(vcpu, free)?;
+        if live == 0 {
+            if let Some(done) = self.inject_alone(vcpu, intid, free, count) {
+                return Ok(Some(done));
+            }
+        }
         let owner = if intid < PRIVATE_IRQS {
             Some(vcpu)
         } else {
             self.spi_target(intid)
         };
         self.state(vcpu, intid)?;
-        if owner != Some(vcpu) {
+        if owner != Some(vcpu) || !self.others_held(vcpu, intid, live)? {
             return Ok(None);
         }
-        let Some(v) = self.vcpus.get_mut(vcpu) else {
-            return Err(VgicError::NoSuchVcpu);
+        let v = self.vcpus.get(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        let slot = (0..count.min(MAX_LIST_REGISTERS))
+            .find(|&n| free & (1 << n) != 0 && v.live.get(n).is_none_or(Option::is_none));
+        let Some(slot) = slot else {
+            return Ok(None);
         };
-        // The list registers the guest finished (free now) are folded first: they are what
-        // the general path's `sync` would fold.
+        let mut candidate = *self.state(vcpu, intid)?;
+        candidate.pending_latch = true;
+        if !self.deliverable(&candidate) {
+            return Ok(None);
+        }
+        self.update(vcpu, intid, |irq| irq.pending_latch = true)?;
+        let (lr, entry) = self.list_register(intid, self.state(vcpu, intid)?);
+        let epoch = self.epoch;
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        if let Some(place) = v.live.get_mut(slot) {
+            *place = Some(entry);
+        }
+        v.live_count = live.max(slot + 1);
+        v.chosen_at = epoch;
+        Ok(Some((slot, lr.encode())))
+    }
+
+    /// `inject_loaded`'s usual case, with no list register of `vcpu` live once those the
+    /// guest finished are folded (`fold_all_finished`: all of them, SGIs and PPIs): when `intid` is
+    /// its own (a PPI or SGI, or an SPI routed to it), enabled in an enabled group, and
+    /// the vCPU has nothing active and nothing pending but `intid`, the general path would
+    /// choose `intid` alone: it is made pending as `update` would (one latch, one word of
+    /// the pending set) and goes into the lowest free list register, with the live entry
+    /// `flush` would record. `None` otherwise, nothing changed but the finished list
+    /// registers folded.
+    #[inline(always)]
+    pub(super) fn inject_alone(
+        &mut self,
+        vcpu: usize,
+        intid: u32,
+        free: u16,
+        count: usize,
+    ) -> Option<(usize, u64)> {
+        let slot = free.trailing_zeros() as usize;
+        if free == 0 || slot >= count {
+            return None;
+        }
+        if intid >= PRIVATE_IRQS && self.spi_target(intid) != Some(vcpu) {
+            return None;
+        }
+        let Vgic {
+            ctlr,
+            spis,
+            vcpus,
+            touched,
+            epoch,
+            ..
+        } = self;
+        let v = vcpus.get_mut(vcpu)?;
+        if v.live_count != 0 && !fold_all_finished(v, free) {
+            return None;
+        }
+        if !v.active.is_empty() || !v.pending.has_none_but(intid) {
+            return None;
+        }
+        let irq = match intid.checked_sub(PRIVATE_IRQS) {
+            None => v.private.get_mut(intid as usize)?,
+            Some(spi) => spis.get_mut(spi as usize)?,
+        };
+        // Not active: the active set is empty.
+        if !irq.enabled || !ctlr.group_enabled(irq.group1) {
+            return None;
+        }
+        irq.pending_latch = true;
+        v.pending.set(intid, true);
+        *epoch += 1;
+        *touched |= 1 << vcpu;
+        let link = match irq.hw {
+            Some(pintid) => LrLink::Hardware { pintid },
+            None => LrLink::Virtual {
+                eoi_maintenance: irq.trigger == Trigger::Level && irq.line_level,
+            },
+        };
+        let lr = ListRegister {
+            vintid: intid,
+            state: LrState::Pending,
+            priority: irq.priority,
+            group1: irq.group1,
+            link,
+        };
+        if let Some(place) = v.live.get_mut(slot) {
+            *place = Some(LiveEntry {
+                intid,
+                carries_pending: true,
+            });
+        }
+        v.live_count = slot + 1;
+        v.chosen_at = *epoch;
+        Some((slot, lr.encode()))
+    }
+
+    /// Folds the live list registers of `vcpu` that the guest finished (bit n of `free`: list
+    /// register n is free now), as `sync` would fold them, and forgets them. Returns how many
+    /// live entries are left, the last ones that were folded not counted (the others are in
+    /// list registers that still hold them).
+    fn fold_finished(&mut self, vcpu: usize, free: u16) -> Result<usize, VgicError> {
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
         let mut live = v.live_count.min(MAX_LIST_REGISTERS);
-        for slot in 0..live {
-            if free & (1 << slot) == 0 {
+        let mut finished = u32::from(free) & ((1u32 << live) - 1);
+        let mut private = false;
+        while finished != 0 {
+            let slot = finished.trailing_zeros() as usize;
+            finished &= finished - 1;
+            let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+            let Some(entry) = v.live.get_mut(slot).and_then(Option::take) else {
                 continue;
-            }
-            let entry = self
-                .vcpus
-                .get_mut(vcpu)
-                .and_then(|v| v.live.get_mut(slot))
-                .and_then(Option::take);
-            if let Some(entry) = entry {
-                self.update(vcpu, entry.intid, |irq| fold(irq, entry, LrState::Invalid))?;
+            };
+            match v.private.get_mut(entry.intid as usize) {
+                // An SGI or PPI (the timer's, usually): `update`'s work for one interrupt
+                // of this vCPU, which no other list register holds.
+                Some(irq) => {
+                    fold(irq, entry, LrState::Invalid);
+                    v.pending.set(entry.intid, irq.pending());
+                    v.active.set(entry.intid, irq.active);
+                    private = true;
+                }
+                None => {
+                    self.update(vcpu, entry.intid, |irq| fold(irq, entry, LrState::Invalid))?;
+                }
             }
         }
-        let Some(v) = self.vcpus.get(vcpu) else {
-            return Err(VgicError::NoSuchVcpu);
-        };
+        if private {
+            self.epoch += 1;
+            self.touched |= 1 << vcpu;
+        }
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
         while live > 0 && v.live.get(live - 1).is_some_and(Option::is_none) {
             live -= 1;
         }
-        let still = &v.live[..live];
+        v.live_count = live;
+        Ok(live)
+    }
+
+    /// Whether every pending-and-deliverable or active interrupt of `vcpu` other than
+    /// `intid` is in one of its first `live` list registers, which still holds it carrying
+    /// what the model has, and `intid` is in none: the general path would choose them and
+    /// `intid`, and they need not be chosen again.
+    fn others_held(&self, vcpu: usize, intid: u32, live: usize) -> Result<bool, VgicError> {
+        let v = self.vcpus.get(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        let still = v.live.get(..live).unwrap_or_default();
         for member in v.pending.union(&v.active) {
             let Ok(irq) = self.state(vcpu, member) else {
-                return Ok(None);
+                return Ok(false);
             };
             let held = still.iter().flatten().find(|e| e.intid == member);
             let wanted = irq.active || self.deliverable(irq);
@@ -307,28 +482,37 @@ impl Vgic {
                         && !(irq.trigger == Trigger::Level && irq.hw.is_none()) => {}
                 // Neither in a list register nor a candidate for one.
                 None if !wanted && member != intid => {}
-                _ => return Ok(None),
+                _ => return Ok(false),
             }
         }
-        let slot = (0..count.min(MAX_LIST_REGISTERS))
-            .find(|&n| free & (1 << n) != 0 && still.get(n).is_none_or(Option::is_none));
-        let Some(slot) = slot else {
-            return Ok(None);
-        };
-        let mut candidate = *self.state(vcpu, intid)?;
-        candidate.pending_latch = true;
-        if !self.deliverable(&candidate) {
-            return Ok(None);
-        }
-        self.update(vcpu, intid, |irq| irq.pending_latch = true)?;
-        let (lr, entry) = self.list_register(intid, self.state(vcpu, intid)?);
+        Ok(!still.iter().flatten().any(|e| e.intid == intid))
+    }
+
+    /// For a vCPU about to wait for an interrupt with its list registers loaded (flushed,
+    /// not synced since; `free` as for `inject_loaded`): folds those the guest finished and
+    /// answers whether nothing is left for it, no list register live and nothing pending or
+    /// active. Then nothing is there to wake it, and the loaded list registers, all free,
+    /// are what `flush` would choose: neither `sync` nor `flush` need run before it waits,
+    /// and the injection that wakes it takes `inject_loaded`'s usual case. False: the model
+    /// unchanged but for the folded list registers, and the general path must look.
+    pub fn settle_loaded(&mut self, vcpu: usize, free: u16) -> Result<bool, VgicError> {
         let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
-        if let Some(place) = v.live.get_mut(slot) {
-            *place = Some(entry);
+        let live = if v.live_count == 0 {
+            0
+        } else if fold_all_finished(v, free) {
+            self.epoch += 1;
+            self.touched |= 1 << vcpu;
+            0
+        } else {
+            self.fold_finished(vcpu, free)?
+        };
+        let epoch = self.epoch;
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        let idle = live == 0 && v.active.is_empty() && v.pending.is_empty();
+        if idle {
+            v.chosen_at = epoch;
         }
-        v.live_count = live.max(slot + 1);
-        v.chosen_at = self.epoch;
-        Ok(Some((slot, lr.encode())))
+        Ok(idle)
     }
 
     /// Whether nothing in the model changed since `vcpu`'s list registers were last chosen

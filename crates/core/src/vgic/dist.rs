@@ -121,18 +121,7 @@ impl<'a> DistributorMmio<'a> {
     }
 
     fn ctlr(&self) -> u32 {
-        let ctlr = self.vgic.ctlr;
-        let grp0 = if ctlr.enable_grp0 {
-            CTLR_ENABLE_GRP0
-        } else {
-            0
-        };
-        let grp1 = if ctlr.enable_grp1 {
-            CTLR_ENABLE_GRP1
-        } else {
-            0
-        };
-        grp0 | grp1 | CTLR_ARE | CTLR_DS
+        (self.vgic.ctlr.bits() & (CTLR_ENABLE_GRP0 | CTLR_ENABLE_GRP1)) | CTLR_ARE | CTLR_DS
     }
 
     fn typer(&self) -> u32 {
@@ -161,8 +150,7 @@ impl MmioDevice for DistributorMmio<'_> {
     fn write(&mut self, offset: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
         match decode(offset, size)? {
             DistReg::Ctlr => {
-                self.vgic.ctlr.enable_grp0 = value & u64::from(CTLR_ENABLE_GRP0) != 0;
-                self.vgic.ctlr.enable_grp1 = value & u64::from(CTLR_ENABLE_GRP1) != 0;
+                self.vgic.ctlr.write(value);
             }
             DistReg::Bank(reg) => {
                 self.spi_bank().write(reg, size, value);

@@ -196,18 +196,7 @@ impl<'a> DistributorV2Mmio<'a> {
     }
 
     fn ctlr(&self) -> u32 {
-        let ctlr = self.vgic.ctlr;
-        let grp0 = if ctlr.enable_grp0 {
-            CTLR_ENABLE_GRP0
-        } else {
-            0
-        };
-        let grp1 = if ctlr.enable_grp1 {
-            CTLR_ENABLE_GRP1
-        } else {
-            0
-        };
-        grp0 | grp1
+        self.vgic.ctlr.bits() & (CTLR_ENABLE_GRP0 | CTLR_ENABLE_GRP1)
     }
 
     /// ITLinesNumber and CPUNumber; no Security Extensions.
@@ -264,8 +253,7 @@ impl MmioDevice for DistributorV2Mmio<'_> {
     fn write(&mut self, offset: u64, size: AccessSize, value: u64) -> Result<(), AccessFault> {
         match decode(offset, size)? {
             DistReg::Ctlr => {
-                self.vgic.ctlr.enable_grp0 = value & u64::from(CTLR_ENABLE_GRP0) != 0;
-                self.vgic.ctlr.enable_grp1 = value & u64::from(CTLR_ENABLE_GRP1) != 0;
+                self.vgic.ctlr.write(value);
             }
             DistReg::Bank(reg) => {
                 let vcpu = self.vcpu;

@@ -37,6 +37,27 @@ impl IntidSet {
             .is_some_and(|word| word & (1 << (intid % 32)) != 0)
     }
 
+    /// Whether the set has no member other than `intid` (one or two word compares, however
+    /// many INTIDs the VM has).
+    #[inline]
+    pub fn has_none_but(&self, intid: u32) -> bool {
+        let w = intid / 32;
+        match self.summary {
+            0 => true,
+            summary if w < 32 && summary == 1 << w => self
+                .words
+                .get(w as usize)
+                .is_some_and(|word| word & !(1 << (intid % 32)) == 0),
+            _ => false,
+        }
+    }
+
+    /// Whether the set is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.summary == 0
+    }
+
     /// The members, lowest first.
     pub(crate) fn iter(&self) -> Members<'_> {
         Members::new(self, self)
@@ -131,6 +152,23 @@ mod tests {
         s.set(34, false);
         s.set(34, false);
         assert_eq!(s, IntidSet::default());
+    }
+
+    #[test]
+    fn none_but_one_member_is_seen_from_the_summary() {
+        assert!(IntidSet::default().is_empty());
+        assert!(IntidSet::default().has_none_but(27));
+        assert!(set_of(&[27]).has_none_but(27));
+        assert!(!set_of(&[27]).is_empty());
+        assert!(
+            !set_of(&[27]).has_none_but(26),
+            "another member of its word"
+        );
+        assert!(!set_of(&[27]).has_none_but(59), "a member of another word");
+        assert!(!set_of(&[27, 28]).has_none_but(27), "two in one word");
+        assert!(!set_of(&[27, 40]).has_none_but(27), "two words");
+        assert!(!set_of(&[1023]).has_none_but(1024), "beyond the set");
+        assert!(set_of(&[]).has_none_but(u32::MAX));
     }
 
     #[test]

@@ -19,9 +19,11 @@
 //! calls `Vgic::flush`, writes every value of `LrFlush::values` to ICH_LR<n>_EL2 and ORs
 //! `LrFlush::hcr` into ICH_HCR_EL2 (or, without copies, `Vgic::flush_in_place` on its own array
 //! of list-register values). A maintenance interrupt only means "exit, so that sync and flush
-//! run". Two short cuts skip that round trip when it would change nothing: `Vgic::inject_loaded`
-//! (one interrupt into a free list register of a loaded vCPU) and
-//! `Vgic::unchanged_since_choice` (list registers loaded back as they were).
+//! run". Three short cuts skip that round trip when it would change nothing: `Vgic::inject_loaded`
+//! (one interrupt into a free list register of a loaded vCPU; in the usual case, nothing
+//! else pending, active or live, without a scan), `Vgic::settle_loaded` (a loaded vCPU with
+//! nothing left waits without a fold or a choice) and `Vgic::unchanged_since_choice` (list
+//! registers loaded back as they were).
 //!
 //! Every change to an interrupt's state goes through `Vgic::update` (or a bank write followed by
 //! `Vgic::refresh`), which keeps each vCPU's pending and active sets equal to the per-interrupt
@@ -77,20 +79,27 @@ pub enum VgicError {
     HwMapping,
 }
 
-/// GICD_CTLR's group enables (single Security state view, GICD_CTLR with DS = 1).
+/// GICD_CTLR's group enables (single Security state view, GICD_CTLR with DS = 1): bit 0
+/// EnableGrp0, bit 1 EnableGrp1, where GICD_CTLR has them, so the injection's check is a
+/// shift, not a choice between two fields.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct DistControl {
-    enable_grp0: bool,
-    enable_grp1: bool,
+    enables: u8,
 }
 
 impl DistControl {
+    /// GICD_CTLR's EnableGrp0 and EnableGrp1 bits.
+    fn bits(&self) -> u32 {
+        u32::from(self.enables)
+    }
+
+    /// Takes EnableGrp0 and EnableGrp1 from a GICD_CTLR value.
+    fn write(&mut self, ctlr: u64) {
+        self.enables = (ctlr & 0b11) as u8;
+    }
+
     fn group_enabled(&self, group1: bool) -> bool {
-        if group1 {
-            self.enable_grp1
-        } else {
-            self.enable_grp0
-        }
+        (self.enables >> u8::from(group1)) & 1 != 0
     }
 }
 

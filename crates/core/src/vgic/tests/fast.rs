@@ -1,12 +1,15 @@
-//! The short injection (`Vgic::inject_loaded`) against the general path (`sync`, `inject`,
-//! `flush`): over random sequences of injections, guest acknowledges and EOIs, level changes
-//! and priority changes, a system that takes the short injection whenever it is offered keeps
-//! the same model and presents the same interrupts in its list registers as one that always
-//! takes the general path.
+//! The short injection (`Vgic::inject_loaded`) and the short wait (`Vgic::settle_loaded`)
+//! against the general path (`sync`, `inject`, `flush`): over random sequences of
+//! injections, guest acknowledges and EOIs, waits, level changes and priority changes, a
+//! system that takes the short paths whenever they are offered keeps the same model and
+//! presents the same interrupts in its list registers as one that always takes the general
+//! path. The usual case (`Vgic::inject_alone`: one list register, no scan) is checked on its
+//! own, with every condition that must send it to the general path.
 
 use super::flush::{acknowledge, end_of_interrupt, maintenance_due, ready, set_priority};
 use crate::test_rng::Rng;
 use crate::vgic::{ListRegister, LrState, Vgic};
+use std::format;
 use std::vec::Vec;
 
 const LRS: usize = 4;
@@ -48,12 +51,7 @@ impl System {
 
     /// The short injection when the model offers it; true when it did.
     fn inject_short(&mut self, intid: u32) -> bool {
-        let free = self
-            .lrs
-            .iter()
-            .enumerate()
-            .filter(|(_, &raw)| ListRegister::decode(raw).is_free())
-            .fold(0u16, |bits, (n, _)| bits | 1 << n);
+        let free = self.free();
         match self.vgic.inject_loaded(0, intid, free, LRS).unwrap() {
             Some((slot, value)) => {
                 assert!(free & 1 << slot != 0, "list register {slot} was not free");
@@ -65,6 +63,26 @@ impl System {
                 false
             }
         }
+    }
+
+    /// The free list registers, as ICH_ELRSR_EL2 reports them.
+    fn free(&self) -> u16 {
+        self.lrs
+            .iter()
+            .enumerate()
+            .filter(|(_, &raw)| ListRegister::decode(raw).is_free())
+            .fold(0u16, |bits, (n, _)| bits | 1 << n)
+    }
+
+    /// The vCPU is about to wait: the short wait when the model offers it (the hypervisor
+    /// asks only when the last choice requested no maintenance interrupt), else the
+    /// general path's fold and choice. True when the short wait was taken.
+    fn wait(&mut self) -> bool {
+        if self.hcr == 0 && self.vgic.settle_loaded(0, self.free()).unwrap() {
+            return true;
+        }
+        self.general(|_| {});
+        false
     }
 
     /// The model after folding, and the interrupts in valid list registers, sorted.
@@ -91,17 +109,18 @@ fn lowest_active(lrs: &[u64]) -> Option<u32> {
         .min()
 }
 
-fn run_sequence(seed: u64, steps: usize) -> usize {
+/// One random sequence; returns how many short injections and short waits were taken.
+fn run_sequence(seed: u64, steps: usize) -> (usize, usize) {
     let mut rng = Rng(seed);
     let (mut short, mut general) = (System::new(), System::new());
-    let mut taken = 0;
+    let (mut taken, mut waited) = (0, 0);
     for step in 0..steps {
         for s in [&mut short, &mut general] {
             if maintenance_due(s.hcr, &s.lrs) {
                 s.general(|_| {});
             }
         }
-        match rng.below(10) {
+        match rng.below(11) {
             0..=2 => {
                 acknowledge(&mut short.lrs);
                 acknowledge(&mut general.lrs);
@@ -118,6 +137,10 @@ fn run_sequence(seed: u64, steps: usize) -> usize {
                 general.general(|v| v.inject(0, intid).unwrap());
             }
             8 => {
+                waited += usize::from(short.wait());
+                general.general(|_| {});
+            }
+            9 => {
                 let level = rng.chance(2);
                 for s in [&mut short, &mut general] {
                     s.general(|v| v.set_level(0, LEVEL_SPI, level).unwrap());
@@ -137,16 +160,224 @@ fn run_sequence(seed: u64, steps: usize) -> usize {
             "seed {seed}, step {step}: the short injection diverged"
         );
     }
-    taken
+    (taken, waited)
 }
 
 #[test]
-fn the_short_injection_matches_the_general_path() {
-    let mut taken = 0;
+fn the_short_injection_and_wait_match_the_general_path() {
+    let (mut taken, mut waited) = (0, 0);
     for seed in 0..200 {
-        taken += run_sequence(seed, 300);
+        let (t, w) = run_sequence(seed, 300);
+        taken += t;
+        waited += w;
     }
     assert!(taken > 500, "the short injection was taken {taken} times");
+    assert!(waited > 100, "the short wait was taken {waited} times");
+}
+
+/// The usual case on a copy of `s`: its answer, and whether the model changed.
+fn alone(s: &System, intid: u32, free: u16) -> (Option<(usize, u64)>, bool) {
+    let mut v = s.vgic.clone();
+    let before = v.clone();
+    let done = v.inject_alone(0, intid, free, LRS);
+    let changed = format!("{v:?}") != format!("{before:?}");
+    (done, changed)
+}
+
+/// The timer injected, taken and finished by the guest, its list register folded by a
+/// wait: nothing live, nothing pending or active.
+fn idle_after_a_tick() -> System {
+    let mut s = System::new();
+    s.general(|v| v.inject(0, TIMER).unwrap());
+    assert_eq!(acknowledge(&mut s.lrs), Some(TIMER));
+    end_of_interrupt(&mut s.lrs, TIMER);
+    assert!(s.wait(), "the finished timer leaves nothing to wait for");
+    s
+}
+
+#[test]
+fn the_usual_case_is_the_general_paths_choice() {
+    for intid in [TIMER, SGI, EDGE_SPI] {
+        let mut s = idle_after_a_tick();
+        let free = s.free();
+        let (done, _) = alone(&s, intid, free);
+        let (slot, value) = done.unwrap_or_else(|| panic!("INTID {intid}: refused"));
+        assert_eq!(slot, 0, "the lowest free list register");
+        let mut general = idle_after_a_tick();
+        general.general(|v| v.inject(0, intid).unwrap());
+        assert_eq!(value, general.lrs[0], "INTID {intid}: another value");
+        assert!(s.vgic.inject_alone(0, intid, free, LRS).is_some());
+        s.lrs[0] = value;
+        assert_eq!(s.view(), general.view(), "INTID {intid}: another model");
+        // A later sync sees it as if flush had chosen it.
+        acknowledge(&mut s.lrs);
+        acknowledge(&mut general.lrs);
+        s.general(|_| {});
+        general.general(|_| {});
+        assert_eq!(
+            s.view(),
+            general.view(),
+            "INTID {intid}: after the guest took it"
+        );
+    }
+}
+
+#[test]
+fn the_usual_case_folds_finished_timer_list_registers_first() {
+    // The timer taken and finished, not folded by a wait (a tick while the guest runs).
+    let mut s = System::new();
+    s.general(|v| v.inject(0, TIMER).unwrap());
+    acknowledge(&mut s.lrs);
+    end_of_interrupt(&mut s.lrs, TIMER);
+    let mut general = System::new();
+    general.general(|v| v.inject(0, TIMER).unwrap());
+    acknowledge(&mut general.lrs);
+    end_of_interrupt(&mut general.lrs, TIMER);
+    let (slot, value) = s.vgic.inject_alone(0, TIMER, s.free(), LRS).expect("taken");
+    s.lrs[slot] = value;
+    general.general(|v| v.inject(0, TIMER).unwrap());
+    assert_eq!(s.view(), general.view());
+}
+
+#[test]
+fn the_usual_case_refuses_whatever_the_general_path_would_choose_differently() {
+    let s = idle_after_a_tick();
+    let free = s.free();
+    assert!(alone(&s, TIMER, free).0.is_some(), "the reference case");
+    // What changes, the INTID injected, and the free list registers when they are not
+    // what the list registers say.
+    type Change = dyn Fn(&mut System);
+    let refusals: [(&str, &Change, u32, Option<u16>); 11] = [
+        (
+            "a pending list register",
+            &|s| s.general(|v| v.inject(0, SGI).unwrap()),
+            TIMER,
+            None,
+        ),
+        (
+            "an active list register",
+            &|s| {
+                s.general(|v| v.inject(0, SGI).unwrap());
+                acknowledge(&mut s.lrs);
+            },
+            TIMER,
+            None,
+        ),
+        (
+            "a finished SPI in a list register",
+            &|s| {
+                s.general(|v| v.inject(0, EDGE_SPI).unwrap());
+                acknowledge(&mut s.lrs);
+                end_of_interrupt(&mut s.lrs, EDGE_SPI);
+            },
+            TIMER,
+            None,
+        ),
+        (
+            "another interrupt pending",
+            &|s| {
+                s.general(|v| {
+                    super::dist_write(v, 0x184, 1 << (EDGE_SPI - 32));
+                    v.inject(0, EDGE_SPI).unwrap();
+                })
+            },
+            TIMER,
+            None,
+        ),
+        (
+            "a disabled level line asserted",
+            &|s| {
+                s.general(|v| {
+                    super::dist_write(v, 0x184, 1 << (LEVEL_SPI - 32));
+                    v.set_level(0, LEVEL_SPI, true).unwrap();
+                })
+            },
+            TIMER,
+            None,
+        ),
+        (
+            "another interrupt active",
+            &|s| {
+                s.general(|v| v.inject(0, SGI).unwrap());
+                acknowledge(&mut s.lrs);
+                // Folded: nothing live, the SGI active in the model.
+                s.vgic.sync(0, &s.lrs).unwrap();
+            },
+            TIMER,
+            Some(free),
+        ),
+        (
+            "the interrupt disabled",
+            &|s| s.general(|v| super::dist_write(v, 0x184, 1 << (EDGE_SPI - 32))),
+            EDGE_SPI,
+            None,
+        ),
+        (
+            "its group disabled",
+            &|s| s.general(|v| super::dist_write(v, 0x0, 0)),
+            TIMER,
+            None,
+        ),
+        ("no list register free", &|_| {}, TIMER, Some(0)),
+        (
+            "only beyond the vCPU interface's",
+            &|_| {},
+            TIMER,
+            Some(1 << LRS),
+        ),
+        ("no such INTID", &|_| {}, 2000, None),
+    ];
+    for (what, change, intid, free) in refusals {
+        let mut t = idle_after_a_tick();
+        change(&mut t);
+        let free = free.unwrap_or_else(|| t.free());
+        let (done, changed) = alone(&t, intid, free);
+        assert_eq!(done, None, "{what}: not refused");
+        assert!(!changed, "{what}: the model changed");
+    }
+}
+
+#[test]
+fn the_usual_case_refuses_an_spi_routed_to_another_vcpu() {
+    let mut v = Vgic::new(2, 64).unwrap();
+    super::dist_write(&mut v, 0x0, 0x2);
+    super::dist_write(&mut v, 0x84, 0xffff_ffff);
+    super::dist_write(&mut v, 0x104, 0xffff_ffff);
+    super::dist_write(&mut v, 0x6000 + 8 * EDGE_SPI as u64, 1);
+    assert_eq!(v.spi_target(EDGE_SPI), Some(1));
+    let free = (1 << LRS) - 1;
+    assert_eq!(v.inject_alone(0, EDGE_SPI, free, LRS), None, "vCPU 1's");
+    assert!(v.inject_alone(1, EDGE_SPI, free, LRS).is_some(), "its own");
+    assert_eq!(
+        v.inject_loaded(0, EDGE_SPI, free, LRS).unwrap(),
+        None,
+        "the folding path refuses it too"
+    );
+}
+
+#[test]
+fn a_wait_is_short_only_when_nothing_is_left() {
+    let mut s = System::new();
+    s.general(|v| v.inject(0, TIMER).unwrap());
+    assert!(!s.wait(), "the timer is pending in its list register");
+    s.general(|v| v.inject(0, TIMER).unwrap());
+    acknowledge(&mut s.lrs);
+    assert!(!s.wait(), "the timer is active");
+    end_of_interrupt(&mut s.lrs, TIMER);
+    assert!(s.wait(), "the timer finished");
+    assert!(!s.vgic.has_deliverable(0));
+    assert!(
+        s.vgic.unchanged_since_choice(0),
+        "the folded list registers are the choice"
+    );
+    s.general(|v| {
+        super::dist_write(v, 0x184, 1 << (EDGE_SPI - 32));
+        v.inject(0, EDGE_SPI).unwrap();
+    });
+    assert!(
+        !s.wait(),
+        "a disabled interrupt pending: the general path looks"
+    );
 }
 
 #[test]

@@ -69,7 +69,20 @@ pub fn read_list_register(n: usize) -> u64 {
 }
 
 /// Writes `value` to ICH_LR<n>_EL2 (`n` below 16).
+#[inline]
 pub fn write_list_register(n: usize, value: u64) {
+    // ICH_LR0_EL2 is the one a lone injection takes (`Vgic::inject_loaded`): written
+    // without the others' jump table.
+    if matches!(GIC, Gic::V3(_)) && n == 0 {
+        write_sysreg!("s3_4_c12_c12_0", value);
+    } else {
+        write_any_list_register(n, value);
+    }
+}
+
+/// `write_list_register` for any list register.
+#[inline(never)]
+fn write_any_list_register(n: usize, value: u64) {
     if let Gic::V2(gic) = &GIC {
         return gic_hyp_v2::write_list_register(gic, n, to_v2(value));
     }
