@@ -299,7 +299,9 @@ impl Machine {
                 .expect("settle of an existing vCPU");
             if settled {
                 assert!(
-                    values.iter().all(|&raw| ListRegister::decode(raw).is_free()),
+                    values
+                        .iter()
+                        .all(|&raw| ListRegister::decode(raw).is_free()),
                     "a vCPU waits with a list register in use"
                 );
                 assert!(!self.vgic.has_deliverable(vcpu), "it waits with work");
