@@ -16,7 +16,7 @@
 //!   rings go to the general path;
 //! - a trapped ICC_SGI1R_EL1 write: the SGI is made pending on its targets, other vCPUs'
 //!   CPUs are kicked, this vCPU's list registers chosen again;
-//! - a WFI of the only vCPU of a one-CPU GICv3 board, with the guest's interrupts unmasked
+//! - a WFI of the only vCPU of a one-CPU GICv3 board, its interrupts masked or not
 //!   (`wait`): the CPU waits for an interrupt at EL2 inside the exit, and the vCPU's own
 //!   interrupt goes straight in when it wakes;
 //! - a console-UART access (`uart_exit`), asked first by the data-abort vector with only the
@@ -32,7 +32,7 @@
 //! module must never finish an exit the general path would handle differently: anything it
 //! does not recognise returns untouched.
 
-use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2, SPSR_EL2};
+use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
 
 use partita_core::hypercall::{respond_local, ret, Response, CALL_REGISTERS};
 use partita_core::trap::{device_access, fault_ipa, SysregAccess, ICC_SGI1R_EL1};
@@ -59,8 +59,6 @@ const EC_DATA_ABORT_LOWER: u64 = 0x24;
 const ESR_IL: u64 = 1 << 25;
 /// ESR_EL2.ISS.TI of a WFx exit: not a WFI (WFE, or WFIT/WFET).
 const ESR_WFX_TI: u64 = 0b11;
-/// SPSR_EL2.I: the guest's IRQs were masked.
-const SPSR_I: u64 = 1 << 7;
 
 /// One vCPU's short exit while it is entered (`Vm::enter`).
 pub struct ShortExit<'a> {
@@ -284,10 +282,7 @@ impl<'a> ShortExit<'a> {
     /// (a spurious wake-up, which WFI allows). A WFE, or a vCPU that shares its CPU, goes to
     /// the general path untouched: another vCPU may have to run while this one waits.
     fn wait<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
-        // A WFI with the guest's interrupts masked (Linux's idle) takes the general path:
-        // with the short wait, Linux's cyclictest stopped making progress without -icount
-        // (scenario linux-workloads; not analysed, docs/design.md).
-        if !self.alone || esr & ESR_WFX_TI != 0 || SPSR_EL2.get() & SPSR_I != 0 {
+        if !self.alone || esr & ESR_WFX_TI != 0 {
             return Light::General;
         }
         let (shared, vgic) = (self.shared, &mut *self.vgic);
@@ -297,12 +292,18 @@ impl<'a> ShortExit<'a> {
             update_lines(shared, vgic, self.vcpu, &mut hw);
             inject_expired_timer(shared, vgic, self.vcpu, &mut hw);
             if !vgic.settled_for_wait(&mut hw.vgic) {
-                if vgic.has_deliverable(&mut hw.vgic) {
+                // `has_deliverable` folds the list registers: they are chosen again before
+                // the guest runs on, as `Vm::enter` does after the general path's WFI. A
+                // guest that runs with them folded (stale) would have its progress on them
+                // (acknowledge, EOI) overwritten by the next choice: a timer PPI whose
+                // deactivation is lost stays active and never wakes it again.
+                let deliverable = vgic.has_deliverable(&mut hw.vgic);
+                vgic.before_entry(&mut hw.vgic);
+                if deliverable {
                     drop(hw);
                     self.counters.wfi(start);
                     return Light::Done;
                 }
-                vgic.before_entry(&mut hw.vgic);
             }
             hw.devices.flush_output(shared.index());
         }
