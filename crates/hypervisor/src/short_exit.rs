@@ -16,7 +16,7 @@
 //!   rings go to the general path;
 //! - a trapped ICC_SGI1R_EL1 write: the SGI is made pending on its targets, other vCPUs'
 //!   CPUs are kicked, this vCPU's list registers chosen again;
-//! - a WFI of the only vCPU of a one-CPU GICv3 board, its interrupts masked or not
+//! - a WFI of its CPU's only vCPU, its interrupts masked or not
 //!   (`wait`): the CPU waits for an interrupt at EL2 inside the exit, and the vCPU's own
 //!   interrupt goes straight in when it wakes;
 //! - a console-UART access (`uart_exit`), asked first by the data-abort vector with only the

@@ -23,7 +23,7 @@ pub use interrupts::{enable_for_vms, handle_idle};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use partita_core::board::{Board, Gic};
+use partita_core::board::Board;
 use partita_core::sched::{
     ticks_from_micros, IdIndex, OwnerTable, RunQueue, VcpuId, VcpuState, MAX_VCPUS,
 };
@@ -284,12 +284,8 @@ impl CpuScheduler {
         self.arm_next_event();
         loop {
             // Its CPU's only vCPU may wait for an interrupt inside its WFI's exit: nothing
-            // else could run meanwhile, and whatever this CPU must do wakes it. Only on a
-            // one-CPU GICv3 board (docs/design.md: split systems stalled with it).
-            let alone = self.vms.len() == 1
-                && self.lent.is_empty()
-                && self.system.bundle.config.board.cpus == 1
-                && matches!(self.board.gic, Gic::V3(_));
+            // else could run meanwhile, and whatever this CPU must do wakes it.
+            let alone = self.vms.len() == 1 && self.lent.is_empty();
             let vm = &mut self.vms[at];
             let exit = vm.enter(alone);
             match vm.handle(exit) {
