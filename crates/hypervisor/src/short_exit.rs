@@ -35,7 +35,7 @@
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2, SPSR_EL2};
 
 use partita_core::hypercall::{respond_local, ret, Response, CALL_REGISTERS};
-use partita_core::trap::{device_access, fault_ipa, SysregAccess, ICC_SGI1R_EL1};
+use partita_core::trap::{device_access, fault_ipa, Register, ICC_SGI1R_EL1, SYSREG_NAME_BITS};
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::vectors::{
@@ -254,21 +254,25 @@ impl<'a> ShortExit<'a> {
         }
     }
 
-    /// A trapped system register access (ESR_EL2 `esr`): an ICC_SGI1R_EL1 write is made
-    /// pending on its targets, other vCPUs' CPUs kicked, this vCPU's list registers chosen
-    /// again.
+    /// A trapped system register access (ESR_EL2 `esr`): an ICC_SGI1R_EL1 write (one
+    /// compare of the syndrome, Rt read straight from it) is made pending on its targets,
+    /// other vCPUs' CPUs kicked, and this vCPU's list registers chosen again unless the
+    /// short injection took a self-SGI.
     #[inline(always)]
     fn sgi<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
         let (shared, vgic) = (self.shared, &mut *self.vgic);
-        let access = SysregAccess::decode((esr & 0x1ff_ffff) as u32);
-        if access.id != ICC_SGI1R_EL1 || access.read {
+        if esr as u32 & SYSREG_NAME_BITS != ICC_SGI1R_EL1.write_iss() {
             return Err(Light::General);
         }
-        let value = regs.read(access.register).ok_or(Light::AllRegisters)?;
+        let value = regs
+            .read(Register::from_field(esr >> 5))
+            .ok_or(Light::AllRegisters)?;
         let mut hw = shared.hardware();
-        vgic.send_sgi(&mut hw.vgic, value);
+        let short = vgic.send_sgi(&mut hw.vgic, value);
         shared.kick_touched(&mut hw.vgic, self.vcpu);
-        vgic.before_entry(&mut hw.vgic);
+        if !short {
+            vgic.before_entry(&mut hw.vgic);
+        }
         regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
         Ok(ShortPath::Sgi)
     }
