@@ -39,7 +39,7 @@ use partita_core::trap::{device_access, fault_ipa, Register, ICC_SGI1R_EL1, SYSR
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::vectors::{
-    CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler,
+    CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler, SysregSaved,
 };
 use crate::console;
 use crate::counters::{ShortExits, ShortPath};
@@ -103,18 +103,19 @@ impl ShortExitHandler for ShortExit<'_> {
         }
     }
 
-    /// A trapped system register with every guest register: an SGI sent (`sgi`), without
-    /// asking ESR_EL2's class again.
+    /// A trapped system register with the guest's caller-saved registers and x19..x29
+    /// stored: an SGI sent (`send_sgi`), without asking ESR_EL2's class again.
     #[inline]
-    fn system_register(&mut self, regs: &mut GuestRegs, start: u64) -> Handled {
-        self.counters.settle(regs.entered);
-        match self.sgi(regs, ESR_EL2.get()) {
-            Ok(path) => {
-                self.counters.done(start, path);
-                Handled::Done
-            }
-            Err(_) => Handled::Return(Exit::Synchronous),
-        }
+    fn system_register(&mut self, regs: &mut SysregSaved, start: u64) -> Light {
+        self.counters.settle(regs.entered());
+        let esr = ESR_EL2.get();
+        let Some(register) = sgi_register(esr) else {
+            return Light::General;
+        };
+        self.send_sgi(regs.get(register));
+        regs.advance(instruction_len(esr));
+        self.counters.done(start, ShortPath::Sgi);
+        Light::Done
     }
 
     /// A WFx or SMC with the guest's caller-saved registers only.
@@ -254,27 +255,29 @@ impl<'a> ShortExit<'a> {
         }
     }
 
-    /// A trapped system register access (ESR_EL2 `esr`): an ICC_SGI1R_EL1 write (one
-    /// compare of the syndrome, Rt read straight from it) is made pending on its targets,
+    /// A trapped system register access (ESR_EL2 `esr`) with the registers `regs`: an
+    /// ICC_SGI1R_EL1 write is sent (`send_sgi`).
+    #[inline(always)]
+    fn sgi<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
+        let register = sgi_register(esr).ok_or(Light::General)?;
+        let value = regs.read(register).ok_or(Light::AllRegisters)?;
+        self.send_sgi(value);
+        regs.advance(instruction_len(esr));
+        Ok(ShortPath::Sgi)
+    }
+
+    /// A trapped ICC_SGI1R_EL1 write of `value`: the SGI is made pending on its targets,
     /// other vCPUs' CPUs kicked, and this vCPU's list registers chosen again unless the
     /// short injection took a self-SGI.
     #[inline(always)]
-    fn sgi<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
+    fn send_sgi(&mut self, value: u64) {
         let (shared, vgic) = (self.shared, &mut *self.vgic);
-        if esr as u32 & SYSREG_NAME_BITS != ICC_SGI1R_EL1.write_iss() {
-            return Err(Light::General);
-        }
-        let value = regs
-            .read(Register::from_field(esr >> 5))
-            .ok_or(Light::AllRegisters)?;
         let mut hw = shared.hardware();
         let short = vgic.send_sgi(&mut hw.vgic, value);
         shared.kick_touched(&mut hw.vgic, self.vcpu);
         if !short {
             vgic.before_entry(&mut hw.vgic);
         }
-        regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
-        Ok(ShortPath::Sgi)
     }
 
     /// A trapped WFI (ESR_EL2 `esr`, taken at `start`) of the CPU's only vCPU: what the
@@ -392,6 +395,25 @@ impl<'a> ShortExit<'a> {
     pub fn finish(self, entered: u64, exited: u64) -> (Option<u32>, u64) {
         let exited = self.counters.finish(entered, exited);
         (self.held, exited)
+    }
+}
+
+/// The register of a trapped system register access (ESR_EL2 `esr`) that is an
+/// ICC_SGI1R_EL1 write, its Rt read straight from the syndrome after one compare; `None`
+/// for any other access.
+#[inline(always)]
+fn sgi_register(esr: u64) -> Option<Register> {
+    (esr as u32 & SYSREG_NAME_BITS == ICC_SGI1R_EL1.write_iss())
+        .then(|| Register::from_field(esr >> 5))
+}
+
+/// The length of the trapped instruction (ESR_EL2.IL): 4 bytes, or 2.
+#[inline(always)]
+fn instruction_len(esr: u64) -> u64 {
+    if esr & ESR_IL != 0 {
+        4
+    } else {
+        2
     }
 }
 
