@@ -14,8 +14,10 @@
 //! - HVC or SMC with a call that depends on the registers and the counters alone
 //!   (`partita_core::hypercall::respond_local`): answered; PSCI power calls and doorbell
 //!   rings go to the general path;
-//! - a trapped ICC_SGI1R_EL1 write: the SGI is made pending on its targets, other vCPUs'
-//!   CPUs are kicked, this vCPU's list registers chosen again;
+//! - a trapped ICC_SGI1R_EL1 write, asked by its own light entry with x19..x29 stored
+//!   (`ShortExitHandler::system_register`): the SGI is made pending on its targets, other
+//!   vCPUs' CPUs are kicked, this vCPU's list registers chosen again; a self-SGI goes
+//!   straight into a free list register when the short injection allows it;
 //! - a WFI of the only vCPU of a one-CPU GICv3 board, with the guest's interrupts unmasked
 //!   (`wait`): the CPU waits for an interrupt at EL2 inside the exit, and the vCPU's own
 //!   interrupt goes straight in when it wakes;
