@@ -272,6 +272,10 @@ fn the_same_interrupt_again_into_its_finished_list_register_is_the_general_paths
     s.lrs[slot] = value;
     acknowledge(&mut s.lrs);
     assert_eq!(alone(&s, SGI, s.free()), (None, false));
+    // Finished, but another interrupt made pending meanwhile: refused, nothing folded.
+    end_of_interrupt(&mut s.lrs, SGI);
+    s.vgic.inject(0, TIMER).unwrap();
+    assert_eq!(alone(&s, SGI, s.free()), (None, false));
 }
 
 #[test]
