@@ -62,19 +62,6 @@ fn fold(irq: &mut IrqState, entry: LiveEntry, state: LrState) {
 /// list register holds (the caller counts the change). False, nothing changed, otherwise.
 #[inline]
 fn fold_all_finished(v: &mut VcpuIrqs, free: u16) -> bool {
-    // The usual case, one live list register (the last tick's), without the general loop.
-    if v.live_count == 1 && free & 1 != 0 {
-        let first = v.live.first_mut();
-        if let Some(entry) = first.and_then(|p| p.take_if(|e| e.intid < PRIVATE_IRQS)) {
-            if let Some(irq) = v.private.get_mut(entry.intid as usize) {
-                fold(irq, entry, LrState::Invalid);
-                v.pending.set(entry.intid, irq.pending());
-                v.active.set(entry.intid, irq.active);
-            }
-            v.live_count = 0;
-            return true;
-        }
-    }
     let live = v.live_count.min(MAX_LIST_REGISTERS);
     let all = (1u32 << live) - 1;
     let Some(entries) = v.live.get_mut(..live) else {
