@@ -583,7 +583,7 @@ impl ShortExits {
     /// Returns when the guest stopped running for this exit: `exited` (its vector's clock,
     /// `GuestRegs::exited`), or the wake-up when a WFI's short exit waited and then handed
     /// the exit over (`interrupted`), whose time until then is already EL2's or idle.
-    pub fn finish(mut self, entered: u64, exited: u64) -> u64 {
+    pub fn finish(&mut self, entered: u64, exited: u64) -> u64 {
         self.settle(entered);
         let el2 = self.words[Counter::El2Ns as usize]
             .load(Ordering::Relaxed)
