@@ -385,7 +385,7 @@ impl<'a> ShortExit<'a> {
     /// (`GuestRegs::entered`): its short exits' time is EL2's.
     /// Returns the interrupt handed over (`held`) and when the guest stopped running for
     /// the exit (`ShortExits::finish`), its vector's clock being `exited`.
-    pub fn finish(mut self, entered: u64, exited: u64) -> (Option<u32>, u64) {
+    pub fn finish(&mut self, entered: u64, exited: u64) -> (Option<u32>, u64) {
         let exited = self.counters.finish(entered, exited);
         (self.held, exited)
     }
