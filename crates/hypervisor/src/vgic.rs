@@ -258,6 +258,20 @@ impl VirtualGic {
         }
     }
 
+    /// At a WFI the general path handles (`Vm::has_deliverable_at_wfi`): true when, its list
+    /// registers loaded and the finished ones folded, nothing is live, pending or active
+    /// (`settled_for_wait`). Nothing is there to take, and the state is the one `sync`
+    /// leaves (nothing live, the list registers to be chosen again before the next entry),
+    /// without `sync`'s reads of the list registers or `has_deliverable`'s walk. False: the
+    /// model unchanged but for the folded list registers; ask `has_deliverable`.
+    pub fn settled_at_wfi(&mut self, model: &mut Vgic) -> bool {
+        if !self.settled_for_wait(model) {
+            return false;
+        }
+        self.stale = true;
+        true
+    }
+
     /// Whether the vCPU has an interrupt to take (wakes it from WFI).
     pub fn has_deliverable(&mut self, model: &mut Vgic) -> bool {
         self.sync(model);
