@@ -189,7 +189,7 @@ impl<'a> ShortExit<'a> {
             vgic,
             vcpu,
             uart: UartExit::new(shared.index(), slot),
-            counters: ShortExits::new(shared.index()),
+            counters: ShortExits::entering(shared.index()),
             alone,
             held: None,
         }

@@ -922,7 +922,6 @@ impl Vm {
             hw.devices.console_slot()
         };
         let index = self.shared.index;
-        counters::entering(index);
         let mut short = ShortExit::new(&self.shared, &mut self.vgic, self.vcpu_index, slot, alone);
         let exit = self.vcpu.run(&mut short);
         let regs = &self.vcpu.regs;
