@@ -354,8 +354,13 @@ impl CpuScheduler {
         timer::arm_hyp_timer(None);
         gic::deactivate(hyp_timer);
         // Another pending interrupt (a doorbell, a kick, console input, an interrupt of a
-        // VM) may change the decision: the general path looks at it and decides.
-        if !gic::pending() {
+        // VM) may change the decision: the general path looks at it and decides. Not the
+        // running vCPU's own virtual timer PPI: injecting it into the running vCPU changes
+        // no decision (waking a running vCPU does nothing), and once the vCPU leaves, its
+        // timer stops with it (`Vcpu::unload`) and the PPI's line drops; its expired timer
+        // is injected when it comes back (`Vm::switch_in`).
+        let timer_ppi = self.board.timer_virt_irq;
+        if gic::highest_pending().is_none_or(|intid| intid == timer_ppi) {
             if let Some(next) = self.switch_at_deadline() {
                 return Next::Switched(next);
             }
