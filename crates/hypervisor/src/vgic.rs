@@ -367,7 +367,8 @@ impl VirtualGic {
     /// model has nothing else for it, `intid` goes straight into one (`Vgic::inject_loaded`
     /// with all of them free) and they count as loaded: no fold, and no choice at the entry.
     /// Otherwise `inject` without the short injection's attempt, which never succeeds on
-    /// list registers `unload` parked.
+    /// list registers `unload` parked (out of line, as its panic: the usual case saves few
+    /// registers).
     pub fn inject_switched_in(&mut self, model: &mut Vgic, intid: u32) {
         if self.stale && !self.parked && self.loaded == 0 {
             let free = ((1u32 << self.list_registers) - 1) as u16;
@@ -385,13 +386,10 @@ impl VirtualGic {
                     return;
                 }
                 Ok(None) => {}
-                Err(e) => panic!("injecting interrupt {intid}: {e:?}"),
+                Err(e) => injection_failed(intid, e),
             }
         }
-        self.sync(model);
-        if let Err(e) = model.inject(self.vcpu, intid) {
-            panic!("injecting interrupt {intid}: {e:?}");
-        }
+        self.inject_general(model, intid);
     }
 
     /// Empties the list registers when the vCPU leaves the CPU. Their contents stay here
