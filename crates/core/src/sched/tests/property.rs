@@ -130,6 +130,11 @@ fn check_always(q: &RunQueue, model: &Model, now: u64) {
     if let Some(event) = q.next_event(now) {
         assert!(event >= now, "next event {event} before now {now}");
     }
+    assert_eq!(
+        q.next_event(now),
+        q.next_event_general(now),
+        "next_event's usual case disagrees with the general one"
+    );
 }
 
 /// Invariants that hold right after `pick(now)`.
