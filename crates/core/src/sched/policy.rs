@@ -100,7 +100,16 @@ impl RunQueue {
             slice_end: now.saturating_add(slice_left),
         };
         self.running = Some(next);
-        self.set_place(r, Place::Blocked { deadline });
+        // `set_place(r, Blocked { deadline })` for a vCPU that was running: neither ready nor
+        // timed, so not the soonest; only the timed set and the earliest deadline change.
+        self.entries[r].place = Place::Blocked { deadline };
+        if let Some(deadline) = deadline {
+            self.timed |= 1 << r;
+            if self.soonest_at.is_none_or(|s| self.earlier_than(r, s)) {
+                self.soonest_at = Some(r);
+                self.soonest = deadline;
+            }
+        }
         Some(self.entries[next].vcpu)
     }
 

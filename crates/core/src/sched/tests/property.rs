@@ -181,6 +181,11 @@ fn check_same(a: &RunQueue, b: &RunQueue, model: &Model, now: u64) {
     assert_eq!(a.running(), b.running());
     assert_eq!(a.next_event(now), b.next_event(now));
     assert_eq!(a.should_preempt(now), b.should_preempt(now));
+    // The shortcuts keep the queue's own bookkeeping as the general calls do.
+    assert_eq!(
+        (a.timed, a.soonest, a.soonest_at),
+        (b.timed, b.soonest, b.soonest_at)
+    );
 }
 
 /// The running vCPU blocks at `now` with a random deadline and leaves the CPU if another
