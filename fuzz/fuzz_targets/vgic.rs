@@ -10,7 +10,7 @@ use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use partita_core::devices::{AccessSize, MmioDevice};
 use partita_core::vgic::{
-    ListRegister, LrLink, LrState, SgiRequest, Vgic, DISTRIBUTOR_SIZE, MAX_LIST_REGISTERS,
+    ListRegister, LrLink, LrState, SelfSgi, SgiRequest, Vgic, DISTRIBUTOR_SIZE, MAX_LIST_REGISTERS,
     PRIVATE_IRQS, REDISTRIBUTOR_STRIDE,
 };
 use partita_fuzz::Size;
@@ -365,9 +365,15 @@ impl Machine {
             Op::Sgi { source, value } => {
                 let source = self.vcpu(source);
                 let request = SgiRequest::decode(value);
+                // The hypervisor's one-compare test of a self-SGI (its short injection).
+                let own = SelfSgi::new(source).intid(value);
                 match self.vgic.send_sgi(source, request) {
                     Ok(targets) => {
                         assert!(targets.iter().all(|t| t < self.vgic.vcpu_count()));
+                        if let Some(intid) = own {
+                            assert!(targets.is_only(source), "{value:#x}: not to itself alone");
+                            assert_eq!(intid, u32::from(request.intid));
+                        }
                     }
                     Err(_) => assert!(source >= self.vgic.vcpu_count()),
                 }

@@ -14,8 +14,10 @@
 //! - HVC or SMC with a call that depends on the registers and the counters alone
 //!   (`partita_core::hypercall::respond_local`): answered; PSCI power calls and doorbell
 //!   rings go to the general path;
-//! - a trapped ICC_SGI1R_EL1 write: the SGI is made pending on its targets, other vCPUs'
-//!   CPUs are kicked, this vCPU's list registers chosen again;
+//! - a trapped ICC_SGI1R_EL1 write, asked by its own light entry with x19..x29 stored
+//!   (`ShortExitHandler::system_register`): the SGI is made pending on its targets, other
+//!   vCPUs' CPUs are kicked, this vCPU's list registers chosen again; a self-SGI goes
+//!   straight into a free list register when the short injection allows it;
 //! - a WFI of the only vCPU of a one-CPU GICv3 board, with the guest's interrupts unmasked
 //!   (`wait`): the CPU waits for an interrupt at EL2 inside the exit, and the vCPU's own
 //!   interrupt goes straight in when it wakes;
@@ -35,11 +37,11 @@
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2, SPSR_EL2};
 
 use partita_core::hypercall::{respond_local, ret, Response, CALL_REGISTERS};
-use partita_core::trap::{device_access, fault_ipa, SysregAccess, ICC_SGI1R_EL1};
+use partita_core::trap::{device_access, fault_ipa, Register, ICC_SGI1R_EL1, SYSREG_NAME_BITS};
 
 use crate::arch::aarch64::gic;
 use crate::arch::aarch64::vectors::{
-    CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler,
+    CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler, SysregSaved,
 };
 use crate::console;
 use crate::counters::{ShortExits, ShortPath};
@@ -103,18 +105,19 @@ impl ShortExitHandler for ShortExit<'_> {
         }
     }
 
-    /// A trapped system register with every guest register: an SGI sent (`sgi`), without
-    /// asking ESR_EL2's class again.
+    /// A trapped system register with the guest's caller-saved registers and x19..x29
+    /// stored: an SGI sent (`send_sgi`), without asking ESR_EL2's class again.
     #[inline]
-    fn system_register(&mut self, regs: &mut GuestRegs, start: u64) -> Handled {
-        self.counters.settle(regs.entered);
-        match self.sgi(regs, ESR_EL2.get()) {
-            Ok(path) => {
-                self.counters.done(start, path);
-                Handled::Done
-            }
-            Err(_) => Handled::Return(Exit::Synchronous),
-        }
+    fn system_register(&mut self, regs: &mut SysregSaved, start: u64) -> Light {
+        self.counters.settle(regs.entered());
+        let esr = ESR_EL2.get();
+        let Some(register) = sgi_register(esr) else {
+            return Light::General;
+        };
+        self.send_sgi(regs.get(register));
+        regs.advance(instruction_len(esr));
+        self.counters.done(start, ShortPath::Sgi);
+        Light::Done
     }
 
     /// A WFx or SMC with the guest's caller-saved registers only.
@@ -254,23 +257,29 @@ impl<'a> ShortExit<'a> {
         }
     }
 
-    /// A trapped system register access (ESR_EL2 `esr`): an ICC_SGI1R_EL1 write is made
-    /// pending on its targets, other vCPUs' CPUs kicked, this vCPU's list registers chosen
-    /// again.
+    /// A trapped system register access (ESR_EL2 `esr`) with the registers `regs`: an
+    /// ICC_SGI1R_EL1 write is sent (`send_sgi`).
     #[inline(always)]
     fn sgi<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
-        let access = SysregAccess::decode((esr & 0x1ff_ffff) as u32);
-        if access.id != ICC_SGI1R_EL1 || access.read {
-            return Err(Light::General);
-        }
-        let value = regs.read(access.register).ok_or(Light::AllRegisters)?;
-        let mut hw = shared.hardware();
-        vgic.send_sgi(&mut hw.vgic, value);
-        shared.kick_touched(&mut hw.vgic, self.vcpu);
-        vgic.before_entry(&mut hw.vgic);
-        regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
+        let register = sgi_register(esr).ok_or(Light::General)?;
+        let value = regs.read(register).ok_or(Light::AllRegisters)?;
+        self.send_sgi(value);
+        regs.advance(instruction_len(esr));
         Ok(ShortPath::Sgi)
+    }
+
+    /// A trapped ICC_SGI1R_EL1 write of `value`: the SGI is made pending on its targets,
+    /// other vCPUs' CPUs kicked, and this vCPU's list registers chosen again unless the
+    /// short injection took a self-SGI.
+    #[inline(always)]
+    fn send_sgi(&mut self, value: u64) {
+        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let mut hw = shared.hardware();
+        let short = vgic.send_sgi(&mut hw.vgic, value);
+        shared.kick_touched(&mut hw.vgic, self.vcpu);
+        if !short {
+            vgic.before_entry(&mut hw.vgic);
+        }
     }
 
     /// A trapped WFI (ESR_EL2 `esr`, taken at `start`) of the CPU's only vCPU: what the
@@ -388,6 +397,25 @@ impl<'a> ShortExit<'a> {
     pub fn finish(&mut self, entered: u64, exited: u64) -> (Option<u32>, u64) {
         let exited = self.counters.finish(entered, exited);
         (self.held, exited)
+    }
+}
+
+/// The register of a trapped system register access (ESR_EL2 `esr`) that is an
+/// ICC_SGI1R_EL1 write, its Rt read straight from the syndrome after one compare; `None`
+/// for any other access.
+#[inline(always)]
+fn sgi_register(esr: u64) -> Option<Register> {
+    (esr as u32 & SYSREG_NAME_BITS == ICC_SGI1R_EL1.write_iss())
+        .then(|| Register::from_field(esr >> 5))
+}
+
+/// The length of the trapped instruction (ESR_EL2.IL): 4 bytes, or 2.
+#[inline(always)]
+fn instruction_len(esr: u64) -> u64 {
+    if esr & ESR_IL != 0 {
+        4
+    } else {
+        2
     }
 }
 

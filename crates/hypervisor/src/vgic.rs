@@ -27,7 +27,9 @@
 
 use partita_core::board::{Board, Gic, Region};
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
-use partita_core::vgic::{SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS, REDISTRIBUTOR_STRIDE};
+use partita_core::vgic::{
+    SelfSgi, SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS, REDISTRIBUTOR_STRIDE,
+};
 
 use crate::arch::aarch64::gic_hyp::{self, ICH_HCR_EN};
 use crate::arch::aarch64::stage2::Stage2Map;
@@ -61,6 +63,8 @@ pub fn model(board: &Board, vcpus: usize, forwarded: &[u32]) -> Vgic {
 /// One vCPU's view of its VM's virtual GIC, and this CPU's list registers while it runs.
 pub struct VirtualGic {
     vcpu: usize,
+    /// The ICC_SGI1R_EL1 values by which the vCPU sends an SGI to itself (`send_sgi`).
+    self_sgi: SelfSgi,
     /// The guest sees a GICv2 (the board has one): its distributor window is the model's
     /// GICv2 front-end, its CPU interface the hardware's virtual one (`map_cpu_interface`).
     v2: bool,
@@ -93,6 +97,7 @@ impl VirtualGic {
         let list_registers = gic_hyp::list_register_count();
         VirtualGic {
             vcpu,
+            self_sgi: SelfSgi::new(vcpu),
             v2: matches!(board.gic, Gic::V2(_)),
             distributor: board.gic.distributor(),
             redistributors: match &board.gic {
@@ -227,18 +232,29 @@ impl VirtualGic {
     }
 
     /// A trapped ICC_SGI1R_EL1 write from the vCPU. Targets the VM does not have are
-    /// dropped, as the GIC drops SGIs to PEs that do not exist.
-    pub fn send_sgi(&mut self, model: &mut Vgic, value: u64) {
-        let request = SgiRequest::decode(value);
-        // A self-SGI is an injection into this vCPU, which may take the short one.
-        let only_self = request
-            .targets(self.vcpu, model.vcpu_count())
-            .is_only(self.vcpu);
-        if only_self && self.inject_loaded(model, u32::from(request.intid)) {
-            return;
+    /// dropped, as the GIC drops SGIs to PEs that do not exist. True when the short
+    /// injection took it: its list register is written and `before_entry` has nothing to do.
+    ///
+    /// A self-SGI as a port sends it (`SelfSgi`: one compare, no decoding) is an injection
+    /// into this vCPU, which may take the short one; anything else, and a self-SGI the
+    /// short injection refuses, takes the general path (`send_sgi_general`).
+    #[inline(always)]
+    pub fn send_sgi(&mut self, model: &mut Vgic, value: u64) -> bool {
+        if let Some(intid) = self.self_sgi.intid(value) {
+            if self.inject_loaded(model, intid) {
+                return true;
+            }
         }
+        self.send_sgi_general(model, value);
+        false
+    }
+
+    /// `send_sgi` when the short injection did not take it: fold, make it pending on its
+    /// targets, and let `before_entry` choose the list registers again.
+    #[inline(never)]
+    fn send_sgi_general(&mut self, model: &mut Vgic, value: u64) {
         self.sync(model);
-        let _ = model.send_sgi(self.vcpu, request);
+        let _ = model.send_sgi(self.vcpu, SgiRequest::decode(value));
     }
 
     /// The vCPU is about to wait for an interrupt: true when nothing is there to wake it

@@ -376,7 +376,16 @@ impl Vgic {
             ..
         } = self;
         let v = vcpus.get_mut(vcpu)?;
-        if v.live_count != 0 && !fold_all_finished(v, free) {
+        // Again: the only live list register, finished, holds this SGI or PPI and nothing is
+        // active (a self-SGI sent again, a tick after the last). Folding it would clear its
+        // latch (and an active flag that is clear) and the injection set the latch again:
+        // the model ends as if it were folded, so it is not.
+        let again = v.live_count == 1
+            && free & 1 != 0
+            && intid < PRIVATE_IRQS
+            && v.active.is_empty()
+            && v.live[0].is_some_and(|e| e.intid == intid);
+        if !again && v.live_count != 0 && !fold_all_finished(v, free) {
             return None;
         }
         if !v.active.is_empty() || !v.pending.has_none_but(intid) {

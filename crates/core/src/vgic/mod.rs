@@ -52,7 +52,7 @@ pub use intid_set::IntidSet;
 pub use lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 pub use lr_v2::{from_v2, to_v2};
 pub use redist::{RedistributorMmio, REDISTRIBUTOR_STRIDE};
-pub use sgi::{Affinity, SgiRequest, SgiTargetSpec, SgiTargets};
+pub use sgi::{Affinity, SelfSgi, SgiRequest, SgiTargetSpec, SgiTargets};
 pub use state::{IrqState, Trigger};
 
 /// SGIs and PPIs of one vCPU: INTIDs 0 to 31.

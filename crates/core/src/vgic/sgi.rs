@@ -150,6 +150,40 @@ impl SgiRequest {
     }
 }
 
+/// The ICC_SGI1R_EL1 bits that `SgiRequest::decode` reads to find the targets: TargetList,
+/// Aff1, Aff2, IRM, RS and Aff3 (all but INTID and the RES0 bits).
+const SGI1R_TARGET_BITS: u64 = 0x00ff_f1ff_00ff_ffff;
+
+/// The ICC_SGI1R_EL1 values by which one vCPU sends an SGI to itself alone, recognised in
+/// one compare: the value a port computes from its own MPIDR_EL1 (the vCPU's affinity, its
+/// bit in TargetList, RS 0, IRM 0), whatever the SGI and the RES0 bits. Every value it
+/// recognises reaches that vCPU alone (`SgiRequest::targets`); other values that do (a
+/// TargetList with bits of vCPUs the VM lacks) are left to the general path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelfSgi {
+    targets: u64,
+}
+
+impl SelfSgi {
+    /// For vCPU `vcpu` (below `MAX_VCPUS`), whose affinity is `Affinity::of_vcpu`.
+    pub fn new(vcpu: usize) -> Self {
+        let affinity = Affinity::of_vcpu(vcpu);
+        SelfSgi {
+            targets: (u64::from(affinity.aff3) << 48)
+                | (u64::from(affinity.aff2) << 32)
+                | (u64::from(affinity.aff1) << 16)
+                | (1 << affinity.aff0),
+        }
+    }
+
+    /// The SGI (0 to 15) of an ICC_SGI1R_EL1 `value` that sends it to this vCPU alone in the
+    /// port's way; `None` for any other value.
+    #[inline(always)]
+    pub fn intid(&self, value: u64) -> Option<u32> {
+        (value & SGI1R_TARGET_BITS == self.targets).then_some(((value >> 24) & 0xf) as u32)
+    }
+}
+
 /// A set of vCPU indexes below `MAX_VCPUS`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SgiTargets(u64);

@@ -240,6 +240,45 @@ fn the_usual_case_folds_finished_timer_list_registers_first() {
 }
 
 #[test]
+fn the_same_interrupt_again_into_its_finished_list_register_is_the_general_paths_choice() {
+    // A self-SGI sent again each round (Thread-Metric's interrupt test) and the timer: the
+    // one live list register holds the interrupt, taken and finished, so the usual case
+    // injects it again without folding it first; the model must end as the general path's.
+    for intid in [SGI, TIMER] {
+        let (mut s, mut general) = (idle_after_a_tick(), idle_after_a_tick());
+        for round in 0..3 {
+            let (slot, value) = s
+                .vgic
+                .inject_alone(0, intid, s.free(), LRS)
+                .unwrap_or_else(|| panic!("INTID {intid}, round {round}: refused"));
+            assert_eq!(slot, 0, "its own list register again");
+            s.lrs[slot] = value;
+            general.general(|v| v.inject(0, intid).unwrap());
+            assert_eq!(s.view(), general.view(), "INTID {intid}, round {round}");
+            for sys in [&mut s, &mut general] {
+                assert_eq!(acknowledge(&mut sys.lrs), Some(intid));
+                end_of_interrupt(&mut sys.lrs, intid);
+            }
+            assert_eq!(
+                s.view(),
+                general.view(),
+                "INTID {intid}, round {round}: taken"
+            );
+        }
+    }
+    // Taken but not finished (active in its list register): not again, and refused.
+    let mut s = idle_after_a_tick();
+    let (slot, value) = s.vgic.inject_alone(0, SGI, s.free(), LRS).expect("taken");
+    s.lrs[slot] = value;
+    acknowledge(&mut s.lrs);
+    assert_eq!(alone(&s, SGI, s.free()), (None, false));
+    // Finished, but another interrupt made pending meanwhile: refused, nothing folded.
+    end_of_interrupt(&mut s.lrs, SGI);
+    s.vgic.inject(0, TIMER).unwrap();
+    assert_eq!(alone(&s, SGI, s.free()), (None, false));
+}
+
+#[test]
 fn the_usual_case_refuses_whatever_the_general_path_would_choose_differently() {
     let s = idle_after_a_tick();
     let free = s.free();

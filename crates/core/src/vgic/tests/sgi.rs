@@ -1,4 +1,5 @@
-use crate::vgic::{Affinity, SgiRequest, SgiTargetSpec, Vgic, VgicError};
+use crate::test_rng::Rng;
+use crate::vgic::{Affinity, SelfSgi, SgiRequest, SgiTargetSpec, Vgic, VgicError, MAX_VCPUS};
 use std::vec::Vec;
 
 /// An ICC_SGI1R_EL1 value from its fields.
@@ -101,6 +102,60 @@ fn other_affinity_levels_reach_nobody_and_bad_sources_are_refused() {
         ..SgiRequest::decode(0b1)
     };
     assert_eq!(v.send_sgi(0, forged), Err(VgicError::NoSuchIntid));
+}
+
+/// The value a port sends an SGI to itself with, from its MPIDR_EL1 (the FreeRTOS guest's
+/// `SgiToSelf`): its Aff0 bit in TargetList, RS = Aff0 / 16, Aff1..Aff3 as they are.
+fn port_self_sgi(intid: u64, mpidr: u64) -> u64 {
+    let aff = |shift: u32| (mpidr >> shift) & 0xff;
+    (1 << (aff(0) % 16))
+        | ((aff(0) / 16) << 44)
+        | (aff(8) << 16)
+        | (intid << 24)
+        | (aff(16) << 32)
+        | (aff(32) << 48)
+}
+
+#[test]
+fn a_self_sgi_is_recognised_in_one_compare_and_reaches_its_sender_alone() {
+    for vcpu in 0..MAX_VCPUS {
+        let own = SelfSgi::new(vcpu);
+        let mpidr = Affinity::of_vcpu(vcpu).mpidr();
+        for intid in 0..16 {
+            let value = port_self_sgi(intid, mpidr);
+            assert_eq!(own.intid(value), Some(intid as u32), "vCPU {vcpu}");
+            // RES0 bits change nothing.
+            assert_eq!(own.intid(value | 0xff00_0e00_f000_0000), Some(intid as u32));
+        }
+    }
+    // Whatever it recognises, the general decoder sends to the sender alone, the same SGI;
+    // half the draws are one bit off a self-SGI.
+    let mut rng = Rng(0x5e1f);
+    for n in 0..200_000u32 {
+        let vcpu = rng.below(MAX_VCPUS as u64) as usize;
+        let count = vcpu + 1 + rng.below((MAX_VCPUS - vcpu) as u64) as usize;
+        let mut value = rng.next();
+        if n % 2 == 0 {
+            value = port_self_sgi(rng.below(16), Affinity::of_vcpu(vcpu).mpidr())
+                ^ (1 << rng.below(64));
+        }
+        if let Some(intid) = SelfSgi::new(vcpu).intid(value) {
+            let request = SgiRequest::decode(value);
+            assert!(request.targets(vcpu, count).is_only(vcpu), "{value:#x}");
+            assert_eq!(u32::from(request.intid), intid);
+        }
+    }
+    // Not recognised: another vCPU, IRM, a second target, another cluster, RS.
+    let own = SelfSgi::new(1);
+    for value in [
+        1 << 24 | 0b1,
+        1 << 40 | 0b10,
+        0b110,
+        1 << 16 | 0b10,
+        1 << 44 | 0b10,
+    ] {
+        assert_eq!(own.intid(value), None, "{value:#x}");
+    }
 }
 
 #[test]

@@ -19,8 +19,9 @@
 //! scheduler and entering it again. When it does not, x19..x29, ELR and SPSR are saved too
 //! and the exit goes to the short exit with every register (`ShortExitHandler::exit`: an
 //! access naming x19..x29) or returns, exactly as any other. A trapped system register (an
-//! SGI sent), which may name any register, goes to its own handler at once with every
-//! register saved (`ShortExitHandler::system_register`).
+//! SGI sent), which may name any register, has a light entry that stores x19..x29 as well,
+//! so that its handler reads the register the syndrome names (`SysregSaved`,
+//! `ShortExitHandler::system_register`); they are not loaded back: the CPU still holds them.
 //! The clock is read by one instruction (two on a CPU without a PMU): the table and the
 //! world switch exist once per clock and `install` and `enter_guest` choose (`read_clock`).
 //! Exceptions taken from EL2 itself are Partita bugs and end in a panic. This module must
@@ -59,8 +60,8 @@ pub enum Exit {
 }
 
 /// The world switch's entry: `(regs, short, call, data_abort, hypercall, interrupt, light,
-/// system_register)` → the exit kind (the four light entries' handlers: `light_exit`; the
-/// full short exit's two: `short_exit`).
+/// system_register)` → the exit kind (the five light entries' handlers: `light_exit`; the
+/// full short exit's: `short_exit`).
 type EnterGuest = unsafe extern "C" fn(
     *mut GuestRegs,
     *mut c_void,
@@ -69,7 +70,7 @@ type EnterGuest = unsafe extern "C" fn(
     LightCall,
     LightCall,
     LightCall,
-    ShortCall,
+    LightCall,
 ) -> u64;
 
 // One vector table and world switch per EL2 clock (`read_clock` in the assembly): with the
@@ -83,7 +84,7 @@ extern "C" {
         hypercall: LightCall,
         interrupt: LightCall,
         light: LightCall,
-        system_register: ShortCall,
+        system_register: LightCall,
     ) -> u64;
     fn enter_guest_counter(
         regs: *mut GuestRegs,
@@ -93,7 +94,7 @@ extern "C" {
         hypercall: LightCall,
         interrupt: LightCall,
         light: LightCall,
-        system_register: ShortCall,
+        system_register: LightCall,
     ) -> u64;
     static partita_vectors_pmu: u8;
     static partita_vectors_counter: u8;
@@ -112,10 +113,7 @@ const DATA_ABORT: u8 = 0;
 const HYPERCALL: u8 = 1;
 const INTERRUPT: u8 = 2;
 const WFX_SMC: u8 = 3;
-/// The same for the full short exit's handlers (`short_exit`): any exit, or a trapped
-/// system register, which the vector knows.
-const ANY: u8 = 0;
-const SYSTEM_REGISTER: u8 = 1;
+const SYSTEM_REGISTER: u8 = 4;
 
 /// The short exits of an entered vCPU (`enter_guest`).
 pub trait ShortExitHandler {
@@ -127,9 +125,10 @@ pub trait ShortExitHandler {
     /// exit did nothing).
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled;
 
-    /// A trapped system register access (ESR_EL2.EC 0x18) taken at `start` with every
-    /// guest register saved: `exit` for it, which the vector knows already.
-    fn system_register(&mut self, regs: &mut GuestRegs, start: u64) -> Handled;
+    /// A trapped system register access (ESR_EL2.EC 0x18) taken at `start`, with the
+    /// guest's caller-saved registers saved and x19..x29 stored (`SysregSaved`): `light`
+    /// for it, which the vector knows already.
+    fn system_register(&mut self, regs: &mut SysregSaved, start: u64) -> Light;
 
     /// A WFx or SMC from the guest, taken at `start`, asked first, with only the guest's
     /// caller-saved registers saved and ELR and SPSR in ELR_EL2 and SPSR_EL2
@@ -230,11 +229,38 @@ impl CallerSaved {
     }
 }
 
+/// The guest's register file at a trapped system register's light exit
+/// (`ShortExitHandler::system_register`): `CallerSaved`, and x19..x29 stored as well, so
+/// that every register can be read (the one an MSR names may be any). Those are not loaded
+/// back (the guest's are still in the CPU's registers), so they cannot be written here.
+#[repr(transparent)]
+pub struct SysregSaved(CallerSaved);
+
+impl SysregSaved {
+    /// The value of register `r` (XZR reads as zero).
+    #[inline]
+    pub fn get(&self, r: Register) -> u64 {
+        self.0 .0.get(r)
+    }
+
+    /// The EL2 clock just before the guest was last entered (`GuestRegs::entered`).
+    #[inline]
+    pub fn entered(&self) -> u64 {
+        self.0.entered()
+    }
+
+    /// Moves the guest's ELR (ELR_EL2) past the trapped instruction of `len` bytes.
+    #[inline]
+    pub fn advance(&mut self, len: u64) {
+        self.0.advance(len);
+    }
+}
+
 /// Runs the guest with `regs` until it traps to EL2 with an exit `short` does not finish
 /// (`ShortExitHandler`).
 pub fn enter_guest<S: ShortExitHandler>(regs: &mut GuestRegs, short: &mut S) -> Exit {
-    let call: ShortCall = short_exit::<S, ANY>;
-    let system_register: ShortCall = short_exit::<S, SYSTEM_REGISTER>;
+    let call: ShortCall = short_exit::<S>;
+    let system_register: LightCall = light_exit::<S, SYSTEM_REGISTER>;
     let data_abort: LightCall = light_exit::<S, DATA_ABORT>;
     let hypercall: LightCall = light_exit::<S, HYPERCALL>;
     let interrupt: LightCall = light_exit::<S, INTERRUPT>;
@@ -290,10 +316,10 @@ impl Exit {
 }
 
 /// Called by the vectors with the guest's registers saved and the host's not yet restored
-/// (on the EL2 stack below the world switch's frame), for any exit (`ENTRY` `ANY`) or a
-/// trapped system register (`SYSTEM_REGISTER`): `DONE` when `short` finished the exit and
-/// the guest is loaded back, else the kind of the exit the world switch returns.
-extern "C" fn short_exit<S: ShortExitHandler, const ENTRY: u8>(
+/// (on the EL2 stack below the world switch's frame), for an exit a light entry's handler
+/// handed over with `Light::AllRegisters`: `DONE` when `short` finished the exit and the
+/// guest is loaded back, else the kind of the exit the world switch returns.
+extern "C" fn short_exit<S: ShortExitHandler>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
@@ -303,28 +329,33 @@ extern "C" fn short_exit<S: ShortExitHandler, const ENTRY: u8>(
     // running: `regs` is its exclusively borrowed register file (the guest is not running,
     // the assembly touches it again only after this returns) and `short` its `&mut S`.
     let (regs, short) = unsafe { (&mut *regs, &mut *short.cast::<S>()) };
-    let handled = match ENTRY {
-        SYSTEM_REGISTER => short.system_register(regs, start),
-        _ => short.exit(regs, start, Exit::from_kind(kind)),
-    };
-    match handled {
+    match short.exit(regs, start, Exit::from_kind(kind)) {
         Handled::Done => DONE,
         Handled::Return(exit) => exit.kind(),
     }
 }
 
-/// Called by a light entry (`ENTRY`: the data abort, the HVC, the IRQ, or a WFx or SMC)
-/// with the guest's caller-saved registers saved (`CallerSaved`): what `short` did, as
-/// `Light`'s value.
+/// Called by a light entry (`ENTRY`: the data abort, the HVC, the IRQ, a WFx or SMC, or a
+/// trapped system register) with the guest's caller-saved registers saved (`CallerSaved`;
+/// for a system register x19..x29 stored too, `SysregSaved`): what `short` did, as `Light`'s
+/// value.
 extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
 ) -> u64 {
     // SAFETY: as in `short_exit`: the world switch is running, `regs` is its exclusively
-    // borrowed register file and `short` its `&mut S`. `CallerSaved` is a transparent
-    // wrapper of `GuestRegs`, so the cast keeps layout and validity.
-    let (regs, short) = unsafe { (&mut *regs.cast::<CallerSaved>(), &mut *short.cast::<S>()) };
+    // borrowed register file and `short` its `&mut S`. `CallerSaved` and `SysregSaved` are
+    // transparent wrappers of `GuestRegs`, so the casts keep layout and validity; the
+    // system register's entry (`guest_sysreg`) stored x19..x29, as `SysregSaved` says.
+    let short = unsafe { &mut *short.cast::<S>() };
+    if ENTRY == SYSTEM_REGISTER {
+        // SAFETY: as above.
+        let regs = unsafe { &mut *regs.cast::<SysregSaved>() };
+        return short.system_register(regs, start) as u64;
+    }
+    // SAFETY: as above.
+    let regs = unsafe { &mut *regs.cast::<CallerSaved>() };
     let light = match ENTRY {
         DATA_ABORT => short.data_abort(regs, start),
         HYPERCALL => short.hypercall(regs, start),
@@ -381,11 +412,10 @@ global_asm!(
     b       guest_irq_\clock
 .endm
 
-// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24) and an HVC (0x16) take their
-// own light entries (`guest_data_abort`, `guest_hvc`), WFx (0x01) or SMC (0x17) the shared
-// one (`guest_light`), all with the guest's x2..x30 still live; a trapped system register
-// (0x18), which may name any register, the short exit with every register saved
-// (`guest_short`); any other returns. The classes are tested in the order data abort,
+// Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24), a trapped system register
+// (0x18) and an HVC (0x16) take their own light entries (`guest_data_abort`, `guest_sysreg`,
+// `guest_hvc`), WFx (0x01) or SMC (0x17) the shared one (`guest_light`), all with the
+// guest's x2..x30 still live; any other returns. The classes are tested in the order data abort,
 // system register (a self-SGI: Thread-Metric's and Rhealstone's interrupt tests), HVC,
 // then WFx or SMC in one test (`ccmp`).
 .macro guest_sync_vector clock
@@ -396,7 +426,7 @@ global_asm!(
     cmp     x0, #0x24
     b.eq    guest_data_abort_\clock
     cmp     x0, #0x18
-    b.eq    guest_short_\clock
+    b.eq    guest_sysreg_\clock
     mov     x1, #0
     cmp     x0, #0x16
     b.eq    guest_hvc_\clock
@@ -447,13 +477,16 @@ global_asm!(
 .endm
 
 // A light entry `\name\()_\clock` (`world_switch`): the kind in \kind, the handler at
-// [sp, #\call] above the vector's push.
-.macro light_entry name, kind, call, clock
+// [sp, #\call] above the vector's push; with \callee 1, x19..x29 are stored too.
+.macro light_entry name, kind, call, clock, callee=0
 \name\()_\clock:
     read_clock x0, \clock
     stp     x0, \kind, [sp, #16]
     ldr     x1, [sp, #32]
     save_caller
+.if \callee
+    save_callee
+.endif
     ldr     x2, [sp, #40]
     ldr     x3, [sp, #(32 + \call)]
     blr     x3
@@ -494,6 +527,16 @@ global_asm!(
     str     x30, [x1, #240]
     ldp     x2, x3, [sp]
     stp     x2, x3, [x1, #0]
+.endm
+
+// Stores the guest's x19..x29 into `GuestRegs` at x1.
+.macro save_callee
+    stp     x19, x20, [x1, #152]
+    stp     x21, x22, [x1, #168]
+    stp     x23, x24, [x1, #184]
+    stp     x25, x26, [x1, #200]
+    stp     x27, x28, [x1, #216]
+    str     x29, [x1, #232]
 .endm
 
 // The vector table and the world switch for the clock `clock` (`read_clock`):
@@ -569,26 +612,10 @@ load_guest_\clock:
     isb
 
 // Calls the short exit `call(clock, regs, short, kind)` with every guest register saved in
-// `GuestRegs` at x1, the vector's push popped, the clock in x2 and the kind in x3
-// (`short_handler_\clock`).
+// `GuestRegs` at x1, the vector's push popped, the clock in x2 and the kind in x3: it
+// answers `DONE` (the guest is loaded back) or the kind of the exit to return.
 short_call_\clock:
     ldr     x4, [sp, #16]
-    b       short_handler_\clock
-
-// Entered from the synchronous vector for a trapped system register with the guest's x0, x1
-// pushed (32 bytes): reads the clock, saves every guest register and calls
-// `system_register(clock, regs, short, 0)` (`enter_guest_\clock`'s eighth argument).
-guest_short_\clock:
-    stp     x2, x3, [sp, #16]
-    mov     x3, #0
-    read_clock x2, \clock
-    ldr     x1, [sp, #32]
-    str     x2, [x1, #{exited}]
-    save_guest
-    ldr     x4, [sp, #56]
-// Calls the short exit's handler at x4 with (clock, regs, short, kind): it answers `DONE`
-// (the guest is loaded back) or the kind of the exit to return.
-short_handler_\clock:
     mov     x0, x2
     ldr     x2, [sp, #8]
     blr     x4
@@ -598,7 +625,7 @@ short_handler_\clock:
     b       load_guest_\clock
 
 // The light entries, entered from a vector with the guest's x0, x1 pushed (32 bytes), the
-// exit kind in x1 (a data abort: 0) and x2..x30 live: each reads the clock, saves the
+// exit kind in x1 (a data abort or a system register: 0) and x2..x30 live: each reads the clock, saves the
 // guest's caller-saved registers (x0..x18, x30) and calls its handler `(clock, regs, short)`
 // (`enter_guest_\clock`'s argument at [sp, #\call] once the push is taken off). The Rust
 // code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the guest's (EL2 takes no
@@ -610,18 +637,14 @@ light_entry guest_irq, x1, 40, \clock
 light_entry guest_hvc, x1, 32, \clock
 light_entry guest_light, x1, 48, \clock
 light_entry guest_data_abort, xzr, 24, \clock
+light_entry guest_sysreg, xzr, 56, \clock, 1
 // A light entry's handler did not finish the exit (`Light` in x0 not `Done`): x19..x29, ELR
 // and SPSR are saved as well and the exit goes to the general short exit (`AllRegisters`,
 // 2, with the same clock and kind) or returns to the host (`General`, 0, with the kind as
 // taken; `Interrupted`, 3, as an IRQ).
 light_general_\clock:
     ldr     x1, [sp, #32]
-    stp     x19, x20, [x1, #152]
-    stp     x21, x22, [x1, #168]
-    stp     x23, x24, [x1, #184]
-    stp     x25, x26, [x1, #200]
-    stp     x27, x28, [x1, #216]
-    str     x29, [x1, #232]
+    save_callee
     mrs     x4, elr_el2
     mrs     x5, spsr_el2
     stp     x4, x5, [x1, #{elr}]
