@@ -282,12 +282,24 @@ pub fn device_access(esr: u64) -> Option<DeviceAccess> {
     })
 }
 
+/// `decode` of a trapped WFI or WFE alone (`None`: another class), inline for the exit the
+/// real-time VM takes at every wait (each switch to the GPOS); `decode` answers with it.
+#[inline(always)]
+pub fn decode_wait(esr: u64) -> Option<Syndrome> {
+    (((esr >> 26) & 0x3f) as u8 == ec::WFX).then_some(Syndrome {
+        cause: TrapCause::WaitForInterrupt { wfe: bit(esr, 0) },
+        instruction_len: if bit(esr, 25) { 4 } else { 2 },
+    })
+}
+
 /// Decodes an ESR_EL2 value taken from a lower exception level.
 pub fn decode(esr: u64) -> Syndrome {
+    if let Some(wait) = decode_wait(esr) {
+        return wait;
+    }
     let ec = ((esr >> 26) & 0x3f) as u8;
     let iss = esr & 0x1ff_ffff;
     let cause = match ec {
-        ec::WFX => TrapCause::WaitForInterrupt { wfe: bit(iss, 0) },
         ec::HVC64 => TrapCause::Hvc { imm: iss as u16 },
         ec::SMC64 => TrapCause::Smc { imm: iss as u16 },
         ec::SYSREG => TrapCause::SystemRegister { iss: iss as u32 },
@@ -451,6 +463,21 @@ mod tests {
         );
         assert_eq!(decode((0x01 << 26) | IL).instruction_len, 4);
         assert_eq!(decode(0x01 << 26).instruction_len, 2);
+    }
+
+    #[test]
+    fn the_wait_decoder_answers_a_wfx_as_decode_and_nothing_else() {
+        for esr in [
+            0x01 << 26,
+            (0x01 << 26) | IL,
+            (0x01 << 26) | IL | 1,
+            (0x01 << 26) | 3,
+        ] {
+            assert_eq!(decode_wait(esr), Some(decode(esr)));
+        }
+        for ec in (0..0x40u64).filter(|&ec| ec != 0x01) {
+            assert_eq!(decode_wait((ec << 26) | IL | 1), None);
+        }
     }
 
     #[test]

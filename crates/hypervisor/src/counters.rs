@@ -102,11 +102,6 @@ struct CpuWords {
     kind: AtomicU64,
     /// 1 + the index of the VM the last exit (or wake-up) injected into; 0: none.
     injected: AtomicU64,
-    /// The path `entering` measured, waiting for the guest's re-entry to end its sample
-    /// (`ShortExits::new` takes it): its first word, or `NO_WORD`.
-    path_word: AtomicU64,
-    /// Its start: the clock at the exit's vector (or at the wake-up).
-    path_start: AtomicU64,
     /// Clock at the data-abort vector of the exit the general path is handling
     /// (`abort_taken`): where the fabric's T_trap starts.
     abort_at: AtomicU64,
@@ -130,16 +125,11 @@ static CPUS: [CpuWords; MAX_CPUS] = [const {
         owner: AtomicU64::new(BOOT),
         kind: AtomicU64::new(NO_PATH),
         injected: AtomicU64::new(0),
-        path_word: AtomicU64::new(NO_WORD),
-        path_start: AtomicU64::new(0),
         abort_at: AtomicU64::new(0),
         answered_at: AtomicU64::new(0),
         resume: [const { AtomicU64::new(0) }; 4],
     }
 }; MAX_CPUS];
-
-/// No path word: no sample waiting (`CpuWords::path_word`).
-const NO_WORD: u64 = u64::MAX;
 
 /// PMCR_EL0: E (enable), C (reset the cycle counter), LC (64-bit cycle counter).
 const PMCR_START: u64 = 1 | (1 << 2) | (1 << 6);
@@ -264,11 +254,11 @@ pub fn resume_stats() -> PathStats {
 /// VM `vm`'s vCPU is about to enter the world switch. The path that ends with this entry
 /// (a switch, an injection, ...) is measured from the last exit's vector (`exited`) to the
 /// clock just before the `eret` (`GuestRegs::entered`), so its sample is folded at the
-/// vCPU's next exit (`ShortExits`). This CPU's index is read once (every general entry
-/// passes here).
-pub fn entering(vm: usize) {
-    let now = clock();
-    let at = cpu_index();
+/// vCPU's next exit (`ShortExits`). Returns that path's first word (`None`: no path) and
+/// its start. `at`: this CPU's index, read once by the caller (`ShortExits::entering`: every
+/// general entry passes here).
+#[inline(always)]
+fn entering(at: usize, vm: usize, now: u64) -> (Option<Counter>, u64) {
     let cpu = &CPUS[at];
     let answered = cpu.answered_at.load(Ordering::Relaxed);
     if answered != 0 {
@@ -279,9 +269,10 @@ pub fn entering(vm: usize) {
     let owner = cpu.owner.load(Ordering::Relaxed);
     let kind = cpu.kind.load(Ordering::Relaxed);
     let woke = owner == WOKE;
+    let mut path = None;
     if (owner < WOKE || woke) && kind != NO_PATH {
         let injected = cpu.injected.load(Ordering::Relaxed) == vm as u64 + 1;
-        let path = if !woke && owner as usize != vm {
+        path = if !woke && owner as usize != vm {
             Some(Counter::SwitchCount)
         } else if kind == ExitKind::Hypercall as u64 && !woke {
             Some(Counter::HypercallCount)
@@ -294,13 +285,10 @@ pub fn entering(vm: usize) {
         } else {
             None
         };
-        if let Some(first) = path {
-            cpu.path_word.store(first as u64, Ordering::Relaxed);
-            cpu.path_start
-                .store(cpu.mark.load(Ordering::Relaxed), Ordering::Relaxed);
-        }
     }
+    let start = cpu.mark.load(Ordering::Relaxed);
     cpu.mark.store(now, Ordering::Relaxed);
+    (path, start)
 }
 
 /// The statistics of the path whose first word (its count) is `first`; the next three
@@ -442,22 +430,20 @@ fn path_words(w: &'static [AtomicU64; WORDS], at: usize) -> Option<&'static Path
 }
 
 impl ShortExits {
-    /// For VM `vm`'s vCPU, about to be entered on this CPU: it takes the path `entering`
-    /// left waiting.
-    pub fn new(vm: usize) -> Self {
+    /// VM `vm`'s vCPU is about to be entered on this CPU (the general path's entry): the
+    /// path that ends with this entry waits for the guest's entry (`entering`), and its
+    /// short exits are counted from now on. This CPU's index and words are found once.
+    pub fn entering(vm: usize) -> Self {
+        let now = clock();
         let at = cpu_index();
-        let cpu = &CPUS[at];
-        let word = cpu.path_word.load(Ordering::Relaxed);
-        cpu.path_word.store(NO_WORD, Ordering::Relaxed);
+        let (first, start) = entering(at, vm, now);
         let words = VMS[at].get(vm).map_or(&SPARE[at].0, |w| &w.0);
         ShortExits {
             words,
-            waiting: word != NO_WORD,
-            path: usize::try_from(word)
-                .ok()
-                .and_then(|at| path_words(words, at)),
-            start: cpu.path_start.load(Ordering::Relaxed),
-            el2_from: cpu.mark.load(Ordering::Relaxed),
+            waiting: first.is_some(),
+            path: first.and_then(|first| path_words(words, first as usize)),
+            start,
+            el2_from: now,
             el2_before: words[Counter::El2Ns as usize].load(Ordering::Relaxed),
             idle: 0,
             resumed: None,
@@ -583,7 +569,7 @@ impl ShortExits {
     /// Returns when the guest stopped running for this exit: `exited` (its vector's clock,
     /// `GuestRegs::exited`), or the wake-up when a WFI's short exit waited and then handed
     /// the exit over (`interrupted`), whose time until then is already EL2's or idle.
-    pub fn finish(mut self, entered: u64, exited: u64) -> u64 {
+    pub fn finish(&mut self, entered: u64, exited: u64) -> u64 {
         self.settle(entered);
         let el2 = self.words[Counter::El2Ns as usize]
             .load(Ordering::Relaxed)

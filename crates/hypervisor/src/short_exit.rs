@@ -190,7 +190,7 @@ impl<'a> ShortExit<'a> {
             vgic,
             vcpu,
             uart: UartExit::new(shared.index(), slot),
-            counters: ShortExits::new(shared.index()),
+            counters: ShortExits::entering(shared.index()),
             alone,
             held: None,
         }
@@ -395,7 +395,7 @@ impl<'a> ShortExit<'a> {
     /// (`GuestRegs::entered`): its short exits' time is EL2's.
     /// Returns the interrupt handed over (`held`) and when the guest stopped running for
     /// the exit (`ShortExits::finish`), its vector's clock being `exited`.
-    pub fn finish(self, entered: u64, exited: u64) -> (Option<u32>, u64) {
+    pub fn finish(&mut self, entered: u64, exited: u64) -> (Option<u32>, u64) {
         let exited = self.counters.finish(entered, exited);
         (self.held, exited)
     }

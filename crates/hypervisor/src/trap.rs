@@ -6,7 +6,9 @@
 //! never touch another VM or Partita's own memory on a guest's behalf.
 
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
-use partita_core::trap::{decode, fault_ipa, DataAbort, SysregAccess, TrapCause, ICC_SGI1R_EL1};
+use partita_core::trap::{
+    decode, decode_wait, fault_ipa, DataAbort, Syndrome, SysregAccess, TrapCause, ICC_SGI1R_EL1,
+};
 
 use crate::arch::aarch64::vectors::Exit;
 use crate::counters::{self, Trap};
@@ -37,7 +39,21 @@ pub enum Outcome {
 /// Handles one exit of `vm`'s vCPU.
 pub fn handle(vm: &mut Vm, exit: Exit) -> Outcome {
     match exit {
-        Exit::Synchronous => synchronous(vm),
+        // A WFI (the real-time VM's wait for its tick, each switch to the GPOS) is decoded
+        // inline; the other classes out of line, so the IRQ and WFI exits save few registers.
+        Exit::Synchronous => {
+            let esr = ESR_EL2.get();
+            match decode_wait(esr) {
+                Some(Syndrome {
+                    cause: cause @ TrapCause::WaitForInterrupt { wfe },
+                    instruction_len,
+                }) => {
+                    counters::trap(vm.index(), counted(&cause));
+                    waited(vm, wfe, instruction_len)
+                }
+                _ => synchronous(vm, esr),
+            }
+        }
         Exit::Irq => {
             counters::trap(vm.index(), Trap::Irq);
             Outcome::Interrupt
@@ -48,19 +64,27 @@ pub fn handle(vm: &mut Vm, exit: Exit) -> Outcome {
     }
 }
 
-fn synchronous(vm: &mut Vm) -> Outcome {
-    let esr = ESR_EL2.get();
+/// A WFE or WFI of `len` bytes, counted: stepped over; a WFI waits.
+#[inline(always)]
+fn waited(vm: &mut Vm, wfe: bool, len: u64) -> Outcome {
+    skip(vm, len);
+    // Only a one-vCPU VM traps WFE (`Vcpu::new`): no other vCPU could send it an event, so
+    // returning at once (a spurious wake-up, which WFE allows) loses nothing.
+    if wfe {
+        Outcome::Resume
+    } else {
+        Outcome::Wait
+    }
+}
+
+/// Any other synchronous exit (ESR_EL2 `esr`).
+#[inline(never)]
+fn synchronous(vm: &mut Vm, esr: u64) -> Outcome {
     let syndrome = decode(esr);
     let len = syndrome.instruction_len;
     counters::trap(vm.index(), counted(&syndrome.cause));
     match syndrome.cause {
-        // Only a one-vCPU VM traps WFE (`Vcpu::new`): no other vCPU could send it an
-        // event, so returning at once (a spurious wake-up, which WFE allows) loses nothing.
-        TrapCause::WaitForInterrupt { wfe: true } => skip(vm, len),
-        TrapCause::WaitForInterrupt { wfe: false } => {
-            skip(vm, len);
-            Outcome::Wait
-        }
+        TrapCause::WaitForInterrupt { wfe } => waited(vm, wfe, len),
         TrapCause::Hvc { imm } => hypercall::handle(vm, imm),
         TrapCause::Smc { imm } => {
             skip(vm, len);

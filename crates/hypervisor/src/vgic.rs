@@ -274,6 +274,20 @@ impl VirtualGic {
         }
     }
 
+    /// At a WFI the general path handles (`Vm::has_deliverable_at_wfi`): true when, its list
+    /// registers loaded and the finished ones folded, nothing is live, pending or active
+    /// (`settled_for_wait`). Nothing is there to take, and the state is the one `sync`
+    /// leaves (nothing live, the list registers to be chosen again before the next entry),
+    /// without `sync`'s reads of the list registers or `has_deliverable`'s walk. False: the
+    /// model unchanged but for the folded list registers; ask `has_deliverable`.
+    pub fn settled_at_wfi(&mut self, model: &mut Vgic) -> bool {
+        if !self.settled_for_wait(model) {
+            return false;
+        }
+        self.stale = true;
+        true
+    }
+
     /// Whether the vCPU has an interrupt to take (wakes it from WFI).
     pub fn has_deliverable(&mut self, model: &mut Vgic) -> bool {
         self.sync(model);
@@ -369,7 +383,8 @@ impl VirtualGic {
     /// model has nothing else for it, `intid` goes straight into one (`Vgic::inject_loaded`
     /// with all of them free) and they count as loaded: no fold, and no choice at the entry.
     /// Otherwise `inject` without the short injection's attempt, which never succeeds on
-    /// list registers `unload` parked.
+    /// list registers `unload` parked (out of line, as its panic: the usual case saves few
+    /// registers).
     pub fn inject_switched_in(&mut self, model: &mut Vgic, intid: u32) {
         if self.stale && !self.parked && self.loaded == 0 {
             let free = ((1u32 << self.list_registers) - 1) as u16;
@@ -387,13 +402,10 @@ impl VirtualGic {
                     return;
                 }
                 Ok(None) => {}
-                Err(e) => panic!("injecting interrupt {intid}: {e:?}"),
+                Err(e) => injection_failed(intid, e),
             }
         }
-        self.sync(model);
-        if let Err(e) = model.inject(self.vcpu, intid) {
-            panic!("injecting interrupt {intid}: {e:?}");
-        }
+        self.inject_general(model, intid);
     }
 
     /// Empties the list registers when the vCPU leaves the CPU. Their contents stay here

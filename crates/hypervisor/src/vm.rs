@@ -893,7 +893,7 @@ impl Vm {
         let mut hw = self.shared.hw.lock();
         update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
         inject_expired_timer(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
-        self.vgic.has_deliverable(&mut hw.vgic)
+        !self.vgic.settled_at_wfi(&mut hw.vgic) && self.vgic.has_deliverable(&mut hw.vgic)
     }
 
     /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
@@ -922,7 +922,6 @@ impl Vm {
             hw.devices.console_slot()
         };
         let index = self.shared.index;
-        counters::entering(index);
         let mut short = ShortExit::new(&self.shared, &mut self.vgic, self.vcpu_index, slot, alone);
         let exit = self.vcpu.run(&mut short);
         let regs = &self.vcpu.regs;

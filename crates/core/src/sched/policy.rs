@@ -100,7 +100,16 @@ impl RunQueue {
             slice_end: now.saturating_add(slice_left),
         };
         self.running = Some(next);
-        self.set_place(r, Place::Blocked { deadline });
+        // `set_place(r, Blocked { deadline })` for a vCPU that was running: neither ready nor
+        // timed, so not the soonest; only the timed set and the earliest deadline change.
+        self.entries[r].place = Place::Blocked { deadline };
+        if let Some(deadline) = deadline {
+            self.timed |= 1 << r;
+            if self.soonest_at.is_none_or(|s| self.earlier_than(r, s)) {
+                self.soonest_at = Some(r);
+                self.soonest = deadline;
+            }
+        }
         Some(self.entries[next].vcpu)
     }
 
@@ -125,6 +134,32 @@ impl RunQueue {
     /// purpose: reaching them changes no decision while the running vCPU runs, and an EL2
     /// interrupt for them would only steal time from the higher-priority VM. Never before `now`.
     pub fn next_event(&self, now: u64) -> Option<u64> {
+        match self.next_event_usual(now) {
+            Some(event) => event,
+            None => self.next_event_general(now),
+        }
+    }
+
+    /// `next_event` in the usual state after either switch of a CPU shared by the
+    /// real-time VM and a GPOS (`preempt_at_deadline`, `block_and_hand_over`): a vCPU runs,
+    /// no blocked one is due, no ready one stands at or above its priority (none can take
+    /// the CPU or share its slice), and every timed one is above it. Then the earliest
+    /// deadline is the only event, found without `should_preempt`'s and the levels'
+    /// searches. `None`: another state, for `next_event_general`.
+    #[inline]
+    fn next_event_usual(&self, now: u64) -> Option<Option<u64>> {
+        let r = self.runner()?;
+        let level = self.levels[r.index];
+        let above = (level & level.wrapping_neg()).wrapping_sub(1);
+        let ready_below = self
+            .first(self.ready)
+            .is_none_or(|i| self.entries[i].priority < r.priority);
+        (self.soonest > now && ready_below && self.timed & !above == 0)
+            .then(|| self.deadline(self.timed))
+    }
+
+    /// `next_event` for any state (its usual case aside).
+    pub(crate) fn next_event_general(&self, now: u64) -> Option<u64> {
         if self.should_preempt(now) {
             return Some(now);
         }

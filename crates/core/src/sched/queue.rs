@@ -230,7 +230,7 @@ impl RunQueue {
 
     /// Whether timed entry `a`'s deadline comes before timed entry `b`'s (ties: the lower
     /// `VcpuId` first).
-    fn earlier_than(&self, a: usize, b: usize) -> bool {
+    pub(super) fn earlier_than(&self, a: usize, b: usize) -> bool {
         let (da, db) = (
             self.entries[a].wake_deadline(),
             self.entries[b].wake_deadline(),

@@ -189,20 +189,32 @@ impl CpuScheduler {
     /// `vms[old]`, preempted by vCPU `by` of another VM and switched out, moves to the CPU
     /// its VM's policy names (`Vm::migration_target`), if any, until this CPU idles. True
     /// when it went (the positions in `vms` changed).
+    ///
+    /// The decision is inline, the move out of line (`migrate`): a switch whose preempted
+    /// vCPU stays (every switch of a VM without `migrate`) saves no registers for it.
+    #[inline]
     fn migrate_preempted(&mut self, old: usize, by: VcpuId) -> bool {
         let vm = &self.vms[old];
         if vcpu_of(vm).vm == by.vm || vm.home() != self.cpu {
             return false;
         }
-        let Some(target) = vm.migration_target() else {
-            return false;
-        };
+        match vm.migration_target() {
+            Some(target) => {
+                self.migrate(old, target);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `vms[old]` moves to CPU `target` until this CPU idles (`migrate_preempted`).
+    #[inline(never)]
+    fn migrate(&mut self, old: usize, target: u8) {
         let vm = self.vms.remove(old);
         self.reindex();
         let _ = self.queue.remove(vcpu_of(&vm));
         self.lent.push((vm.shared(), vm.vcpu_index(), false));
         migrate::send(vm, target);
-        true
     }
 
     /// Takes the vCPUs handed to this CPU: migrated ones arriving, or this CPU's own coming
@@ -338,8 +350,13 @@ impl CpuScheduler {
         timer::arm_hyp_timer(None);
         gic::deactivate(hyp_timer);
         // Another pending interrupt (a doorbell, a kick, console input, an interrupt of a
-        // VM) may change the decision: the general path looks at it and decides.
-        if !gic::pending() {
+        // VM) may change the decision: the general path looks at it and decides. Not the
+        // running vCPU's own virtual timer PPI: injecting it into the running vCPU changes
+        // no decision (waking a running vCPU does nothing), and once the vCPU leaves, its
+        // timer stops with it (`Vcpu::unload`) and the PPI's line drops; its expired timer
+        // is injected when it comes back (`Vm::switch_in`).
+        let timer_ppi = self.board.timer_virt_irq;
+        if gic::highest_pending().is_none_or(|intid| intid == timer_ppi) {
             if let Some(next) = self.switch_at_deadline() {
                 return Next::Switched(next);
             }

@@ -130,6 +130,11 @@ fn check_always(q: &RunQueue, model: &Model, now: u64) {
     if let Some(event) = q.next_event(now) {
         assert!(event >= now, "next event {event} before now {now}");
     }
+    assert_eq!(
+        q.next_event(now),
+        q.next_event_general(now),
+        "next_event's usual case disagrees with the general one"
+    );
 }
 
 /// Invariants that hold right after `pick(now)`.
@@ -176,6 +181,11 @@ fn check_same(a: &RunQueue, b: &RunQueue, model: &Model, now: u64) {
     assert_eq!(a.running(), b.running());
     assert_eq!(a.next_event(now), b.next_event(now));
     assert_eq!(a.should_preempt(now), b.should_preempt(now));
+    // The shortcuts keep the queue's own bookkeeping as the general calls do.
+    assert_eq!(
+        (a.timed, a.soonest, a.soonest_at),
+        (b.timed, b.soonest, b.soonest_at)
+    );
 }
 
 /// The running vCPU blocks at `now` with a random deadline and leaves the CPU if another

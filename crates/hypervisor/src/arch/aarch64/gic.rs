@@ -89,9 +89,14 @@ pub fn set_active_ppi(board: &Board, intid: u32) {
 
 /// Whether an interrupt is pending for this CPU, without acknowledging it.
 pub fn pending() -> bool {
+    highest_pending().is_some()
+}
+
+/// The highest-priority interrupt pending for this CPU, if any, without acknowledging it.
+pub fn highest_pending() -> Option<u32> {
     match &GIC {
-        Gic::V3(_) => gic_v3::pending(),
-        Gic::V2(gic) => gic_v2::pending(gic),
+        Gic::V3(_) => gic_v3::highest_pending(),
+        Gic::V2(gic) => gic_v2::highest_pending(gic),
     }
 }
 

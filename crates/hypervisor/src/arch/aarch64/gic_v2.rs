@@ -158,9 +158,11 @@ pub fn set_active_ppi(gic: &GicV2, intid: u32) {
     }
 }
 
-/// Whether an interrupt is pending for this CPU (GICC_HPPIR), without acknowledging it.
-pub fn pending(gic: &GicV2) -> bool {
-    read32(gic.gicc.base + GICC_HPPIR) & IAR_INTID < FIRST_SPECIAL
+/// The highest-priority interrupt pending for this CPU (GICC_HPPIR), if any, without
+/// acknowledging it.
+pub fn highest_pending(gic: &GicV2) -> Option<u32> {
+    let intid = read32(gic.gicc.base + GICC_HPPIR) & IAR_INTID;
+    (intid < FIRST_SPECIAL).then_some(intid)
 }
 
 /// Acknowledges the highest-priority pending interrupt, if any (GICC_IAR).

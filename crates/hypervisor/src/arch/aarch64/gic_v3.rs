@@ -221,9 +221,11 @@ pub fn set_active_ppi(gic: &GicV3, intid: u32) {
     }
 }
 
-/// Whether an interrupt is pending for this CPU (ICC_HPPIR1_EL1), without acknowledging it.
-pub fn pending() -> bool {
-    ((read_sysreg!("s3_0_c12_c12_2") & 0xff_ffff) as u32) < FIRST_SPECIAL
+/// The highest-priority interrupt pending for this CPU (ICC_HPPIR1_EL1), if any, without
+/// acknowledging it.
+pub fn highest_pending() -> Option<u32> {
+    let intid = (read_sysreg!("s3_0_c12_c12_2") & 0xff_ffff) as u32;
+    (intid < FIRST_SPECIAL).then_some(intid)
 }
 
 /// Acknowledges the highest-priority pending interrupt, if any (ICC_IAR1_EL1).
