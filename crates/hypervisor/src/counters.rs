@@ -21,7 +21,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use partita_core::counters::{Counter, PathStats};
 
-use crate::arch::aarch64::entry::MAX_CPUS;
+use crate::arch::aarch64::entry::{self, MAX_CPUS};
 use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg};
 
 /// VMs with counters (configuration indices below this); others are not counted.
@@ -173,22 +173,11 @@ fn clock() -> u64 {
     }
 }
 
-/// Records this CPU's index for `cpu_index` in TPIDR_EL2 (which Partita uses for nothing
-/// else and guests cannot reach): the first thing each CPU does in Rust.
-pub fn set_cpu_index() {
-    let index = ((read_sysreg!("mpidr_el1") & 0xff) as usize).min(MAX_CPUS - 1);
-    write_sysreg!("tpidr_el2", index as u64);
-}
-
-/// This CPU's index (`set_cpu_index`): one register read instead of MPIDR_EL1's affinity
-/// taken apart at every count. The mask changes no value (the index is below `MAX_CPUS`, a
-/// power of two); it only lets the compiler drop the arrays' bounds checks.
+/// This CPU's index (`entry::cpu_index`).
 #[inline(always)]
 fn cpu_index() -> usize {
-    read_sysreg!("tpidr_el2") as usize & (MAX_CPUS - 1)
+    entry::cpu_index()
 }
-
-const _: () = assert!(MAX_CPUS.is_power_of_two());
 
 fn cpu() -> &'static CpuWords {
     &CPUS[cpu_index()]

@@ -43,7 +43,7 @@ mod vm;
 /// `dtb` is the firmware's device tree (x0 at entry).
 #[no_mangle]
 extern "C" fn primary_main(dtb: u64) -> ! {
-    counters::set_cpu_index();
+    arch::aarch64::entry::set_cpu_index();
     let board = board::BOARD;
     arch::aarch64::mmu::build_and_enable();
     arch::aarch64::vectors::install();
@@ -71,7 +71,7 @@ extern "C" fn primary_main(dtb: u64) -> ! {
 /// Rust entry of a secondary CPU started with PSCI CPU_ON; `cpu` is its index.
 #[no_mangle]
 extern "C" fn secondary_main(cpu: usize) -> ! {
-    counters::set_cpu_index();
+    arch::aarch64::entry::set_cpu_index();
     arch::aarch64::mmu::enable();
     arch::aarch64::vectors::install();
     cpu::run(cpu)

@@ -9,10 +9,29 @@
 
 use core::arch::global_asm;
 
+use super::sysreg::{read_sysreg, write_sysreg};
+
 /// Bytes of stack per CPU; must match `STACK_SIZE` in `linker.ld`.
 pub const STACK_SIZE: usize = 0x1_0000;
 /// CPUs with a stack; must match `MAX_CPUS` in `linker.ld`.
 pub const MAX_CPUS: usize = 8;
+const _: () = assert!(MAX_CPUS.is_power_of_two());
+
+/// Records this CPU's index for `cpu_index` in TPIDR_EL2 (which Partita uses for nothing
+/// else and guests cannot reach): the first thing each CPU does in Rust.
+pub fn set_cpu_index() {
+    let index = ((read_sysreg!("mpidr_el1") & 0xff) as usize).min(MAX_CPUS - 1);
+    write_sysreg!("tpidr_el2", index as u64);
+}
+
+/// This CPU's index (`set_cpu_index`): one register read instead of MPIDR_EL1's affinity
+/// taken apart at every count or redistributor access. The mask changes no value (the
+/// index is below `MAX_CPUS`, a power of two); it only lets the compiler drop the bounds
+/// checks of the per-CPU arrays.
+#[inline(always)]
+pub fn cpu_index() -> usize {
+    read_sysreg!("tpidr_el2") as usize & (MAX_CPUS - 1)
+}
 
 /// CPTR_EL2 (E2H = 0) with every RES1 bit set and FP/SIMD (TFP, bit 10) not trapped; TZ
 /// (bit 8) is cleared below when SVE exists so guests that find SVE can use it.

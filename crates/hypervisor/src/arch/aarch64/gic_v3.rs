@@ -9,9 +9,11 @@
 //! `arm-gic` crate does not. It never configures an interrupt nobody asked for.
 
 use core::ptr::{read_volatile, write_volatile};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use partita_core::board::GicV3;
 
+use super::entry::{cpu_index, MAX_CPUS};
 use super::sysreg::{read_sysreg, write_sysreg};
 
 /// Distributor registers (IHI 0069 12.9).
@@ -102,8 +104,23 @@ fn packed_affinity() -> u64 {
     ((mpidr >> 8) & 0xff00_0000) | (mpidr & 0xff_ffff)
 }
 
-/// The base of this CPU's redistributor.
+/// The base of each CPU's redistributor (by `cpu_index`), found by `init_cpu`; 0 before.
+static REDISTRIBUTORS: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+
+/// The base of this CPU's redistributor: found once (`init_cpu`), so that the PPI accesses
+/// of every vCPU switch (the timer PPI's active state) do not search the frames again.
+#[inline]
 fn redistributor(gic: &GicV3) -> u64 {
+    match REDISTRIBUTORS[cpu_index()].load(Ordering::Relaxed) {
+        0 => find_redistributor(gic),
+        base => base,
+    }
+}
+
+/// The base of this CPU's redistributor, searched among the frames by affinity.
+#[cold]
+#[inline(never)]
+fn find_redistributor(gic: &GicV3) -> u64 {
     let me = packed_affinity();
     let mut frame = gic.gicr.base;
     while frame < gic.gicr.base + gic.gicr.size {
@@ -122,7 +139,8 @@ fn redistributor(gic: &GicV3) -> u64 {
 /// Wakes this CPU's redistributor, puts its SGIs and PPIs in Group 1, disabled, and turns
 /// the CPU interface on (every CPU).
 pub fn init_cpu(gic: &GicV3) {
-    let gicr = redistributor(gic);
+    let gicr = find_redistributor(gic);
+    REDISTRIBUTORS[cpu_index()].store(gicr, Ordering::Relaxed);
     let waker = read32(gicr + GICR_WAKER);
     write32(gicr + GICR_WAKER, waker & !WAKER_PROCESSOR_SLEEP);
     while read32(gicr + GICR_WAKER) & WAKER_CHILDREN_ASLEEP != 0 {}
