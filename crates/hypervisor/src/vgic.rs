@@ -365,16 +365,8 @@ impl VirtualGic {
 
     /// Writes `lrs` to the list registers, skipping those that hold 0 and stay 0.
     fn load_list_registers(&mut self) {
-        let mut loaded = 0;
-        for (n, &value) in self.lrs[..self.list_registers].iter().enumerate() {
-            if value != 0 || self.loaded & (1 << n) != 0 {
-                gic_hyp::write_list_register(n, value);
-            }
-            if value != 0 {
-                loaded |= 1 << n;
-            }
-        }
-        self.loaded = loaded;
+        let values = self.lrs.get(..self.list_registers).unwrap_or_default();
+        self.loaded = gic_hyp::write_list_registers(values, self.loaded);
     }
 
     /// A physical occurrence of `intid` for this vCPU as it is switched in (its virtual
