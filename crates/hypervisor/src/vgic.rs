@@ -31,7 +31,7 @@ use partita_core::vgic::{
     SelfSgi, SgiRequest, Vgic, VgicError, MAX_LIST_REGISTERS, REDISTRIBUTOR_STRIDE,
 };
 
-use crate::arch::aarch64::gic_hyp::{self, ICH_HCR_EN};
+use crate::arch::aarch64::gic_hyp::{self, Visit, ICH_HCR_EN};
 use crate::arch::aarch64::stage2::Stage2Map;
 
 enum Window {
@@ -320,11 +320,7 @@ impl VirtualGic {
         if self.stale {
             return;
         }
-        for n in bits(self.loaded) {
-            if let Some(lr) = self.lrs.get_mut(n) {
-                *lr = gic_hyp::read_list_register(n);
-            }
-        }
+        gic_hyp::visit_list_registers(self.loaded, &mut self.lrs, Visit::Read);
         if let Err(e) = model.sync(self.vcpu, &self.lrs[..self.list_registers]) {
             panic!("virtual GIC sync: {e:?}");
         }
@@ -406,23 +402,13 @@ impl VirtualGic {
     pub fn unload(&mut self) {
         gic_hyp::set_hcr(0);
         if !self.stale {
-            for n in bits(self.loaded) {
-                if let Some(lr) = self.lrs.get_mut(n) {
-                    *lr = gic_hyp::read_list_register(n);
-                    gic_hyp::write_list_register(n, 0);
-                }
-            }
+            gic_hyp::visit_list_registers(self.loaded, &mut self.lrs, Visit::ReadAndEmpty);
             self.parked = true;
             self.stale = true;
         } else {
             // Folded already: their values are of no more use, and `lrs` is left all 0
             // (`inject_switched_in` relies on it).
-            for n in bits(self.loaded) {
-                if let Some(lr) = self.lrs.get_mut(n) {
-                    *lr = 0;
-                }
-                gic_hyp::write_list_register(n, 0);
-            }
+            gic_hyp::visit_list_registers(self.loaded, &mut self.lrs, Visit::Empty);
         }
         self.loaded = 0;
     }
@@ -433,18 +419,4 @@ impl VirtualGic {
 #[inline(never)]
 fn injection_failed(intid: u32, e: VgicError) -> ! {
     panic!("injecting interrupt {intid}: {e:?}")
-}
-
-/// The list registers of a `VirtualGic::loaded` mask, lowest first: only the set bits are
-/// visited (a switch usually finds one of four in use).
-fn bits(mask: u16) -> impl Iterator<Item = usize> {
-    let mut left = mask;
-    core::iter::from_fn(move || {
-        if left == 0 {
-            return None;
-        }
-        let n = left.trailing_zeros() as usize;
-        left &= left - 1;
-        Some(n)
-    })
 }

@@ -145,6 +145,74 @@ pub fn write_list_registers(values: &[u64], loaded: u16) -> u16 {
     now
 }
 
+/// What `visit_list_registers` does with each list register it visits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Visit {
+    /// Its value is read into the slice.
+    Read,
+    /// Its value is read into the slice and the register is emptied (written 0).
+    ReadAndEmpty,
+    /// The register is emptied and its place in the slice set to 0.
+    Empty,
+}
+
+/// Does `visit` to each list register of `mask` (bit n: ICH_LR<n>_EL2, its value at
+/// `lrs[n]`). On a GICv3 one straight run of bit tests, each register named in its
+/// instruction, that stops after the highest bit of `mask`: no jump table per register
+/// and no call.
+#[inline]
+pub fn visit_list_registers(mask: u16, lrs: &mut [u64; MAX_LIST_REGISTERS], visit: Visit) {
+    if let Gic::V2(_) = &GIC {
+        for (n, lr) in lrs.iter_mut().enumerate() {
+            if mask & (1 << n) == 0 {
+                continue;
+            }
+            if visit != Visit::Empty {
+                *lr = read_list_register(n);
+            } else {
+                *lr = 0;
+            }
+            if visit != Visit::Read {
+                write_list_register(n, 0);
+            }
+        }
+        return;
+    }
+    macro_rules! one {
+        ($n:literal, $reg:literal) => {
+            if mask >> $n == 0 {
+                return;
+            }
+            if mask & (1 << $n) != 0 {
+                if visit != Visit::Empty {
+                    lrs[$n] = read_sysreg!($reg);
+                } else {
+                    lrs[$n] = 0;
+                }
+                if visit != Visit::Read {
+                    write_sysreg!($reg, 0);
+                }
+            }
+        };
+    }
+    one!(0, "s3_4_c12_c12_0");
+    one!(1, "s3_4_c12_c12_1");
+    one!(2, "s3_4_c12_c12_2");
+    one!(3, "s3_4_c12_c12_3");
+    one!(4, "s3_4_c12_c12_4");
+    one!(5, "s3_4_c12_c12_5");
+    one!(6, "s3_4_c12_c12_6");
+    one!(7, "s3_4_c12_c12_7");
+    one!(8, "s3_4_c12_c13_0");
+    one!(9, "s3_4_c12_c13_1");
+    one!(10, "s3_4_c12_c13_2");
+    one!(11, "s3_4_c12_c13_3");
+    one!(12, "s3_4_c12_c13_4");
+    one!(13, "s3_4_c12_c13_5");
+    one!(14, "s3_4_c12_c13_6");
+    one!(15, "s3_4_c12_c13_7");
+}
+
 /// The free list registers, bit n for ICH_LR<n>_EL2 (ICH_ELRSR_EL2; GICH_ELRSR0 on a GICv2):
 /// invalid, and not waiting to signal an EOI maintenance interrupt.
 pub fn empty_list_registers() -> u16 {
