@@ -60,8 +60,13 @@ fn fold(irq: &mut IrqState, entry: LiveEntry, state: LrState) {
 /// them (each free in `free`) and each holds an SGI or PPI, the usual case of a timer tick
 /// taken before the next: `update`'s work for interrupts of this vCPU alone, which no other
 /// list register holds (the caller counts the change). False, nothing changed, otherwise.
+///
+/// One live list register (a tick's, usually) is folded without the loops over them.
 #[inline]
 fn fold_all_finished(v: &mut VcpuIrqs, free: u16) -> bool {
+    if v.live_count == 1 && free & 1 != 0 {
+        return fold_first_finished(v);
+    }
     let live = v.live_count.min(MAX_LIST_REGISTERS);
     let all = (1u32 << live) - 1;
     let Some(entries) = v.live.get_mut(..live) else {
@@ -71,6 +76,25 @@ fn fold_all_finished(v: &mut VcpuIrqs, free: u16) -> bool {
         return false;
     }
     for entry in entries.iter_mut().filter_map(Option::take) {
+        if let Some(irq) = v.private.get_mut(entry.intid as usize) {
+            fold(irq, entry, LrState::Invalid);
+            v.pending.set(entry.intid, irq.pending());
+            v.active.set(entry.intid, irq.active);
+        }
+    }
+    v.live_count = 0;
+    true
+}
+
+/// `fold_all_finished` for one live list register, the first, finished: folded when it
+/// holds an SGI or PPI (or nothing); false, nothing changed, when it holds an SPI.
+#[inline(always)]
+fn fold_first_finished(v: &mut VcpuIrqs) -> bool {
+    if let Some(entry) = v.live[0] {
+        if entry.intid >= PRIVATE_IRQS {
+            return false;
+        }
+        v.live[0] = None;
         if let Some(irq) = v.private.get_mut(entry.intid as usize) {
             fold(irq, entry, LrState::Invalid);
             v.pending.set(entry.intid, irq.pending());
