@@ -36,14 +36,16 @@ unsafe impl GlobalAlloc for Locked {
 static HEAP: Locked = Locked(Mutex::new(Heap::empty()));
 
 extern "C" {
-    static mut __heap_start: u8;
-    static mut __heap_end: u8;
+    /// The addresses of `__heap_start` and `__heap_end`, as words (`linker.ld`: the heap may
+    /// lie beyond the tiny code model's reach).
+    static __heap_start_address: usize;
+    static __heap_end_address: usize;
 }
 
 /// Hands the linker-reserved heap area to the allocator (boot CPU, once).
 pub fn init() {
-    let start = core::ptr::addr_of_mut!(__heap_start) as usize;
-    let end = core::ptr::addr_of_mut!(__heap_end) as usize;
+    // SAFETY: the linker script writes these words into .rodata, which nothing writes.
+    let (start, end) = unsafe { (__heap_start_address, __heap_end_address) };
     // SAFETY: [start, end) is the `.heap` section: identity-mapped RAM that nothing else uses,
     // handed over exactly once.
     unsafe { HEAP.0.lock().init(start, end - start) };

@@ -37,7 +37,9 @@ type Published = (Arc<vm::Shared>, usize);
 static SYSTEM: Once<System> = Once::new();
 
 extern "C" {
-    static __bundle_start: u8;
+    /// The address of `__bundle_start`, right after the image, as a word (`linker.ld`:
+    /// beyond the tiny code model's reach).
+    static __bundle_start_address: usize;
 }
 
 /// How a VM ended.
@@ -49,7 +51,8 @@ pub enum Stop {
 
 /// The bytes the host tool appended after the image.
 fn bundle_bytes() -> &'static [u8] {
-    let start = core::ptr::addr_of!(__bundle_start);
+    // SAFETY: the linker script writes this word into .rodata, which nothing writes.
+    let start = unsafe { __bundle_start_address } as *const u8;
     // SAFETY: the header is inside RAM right after the image (the host tool writes it there;
     // without it the magic check fails), identity-mapped and never written.
     let header = unsafe { core::slice::from_raw_parts(start, bundle::HEADER_LEN) };
