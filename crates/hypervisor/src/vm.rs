@@ -859,7 +859,9 @@ impl Vm {
         // TLBs of this CPU may hold its stage-1 entries under the same VMID and ASIDs.
         if let Some(last) = self.shared.last_ran.get(usize::from(cpu)) {
             let me = self.vcpu_index as u8;
-            if last.swap(me, Ordering::Relaxed) != me {
+            // Only this CPU writes its own entry: no atomic swap needed.
+            if last.load(Ordering::Relaxed) != me {
+                last.store(me, Ordering::Relaxed);
                 self.shared.stage2.forget_local_translations();
             }
         }
