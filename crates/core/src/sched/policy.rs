@@ -158,7 +158,9 @@ impl RunQueue {
             .then(|| self.deadline(self.timed))
     }
 
-    /// `next_event` for any state (its usual case aside).
+    /// `next_event` for any state (its usual case aside). Out of line: `next_event`'s usual
+    /// answer saves no registers.
+    #[inline(never)]
     pub(crate) fn next_event_general(&self, now: u64) -> Option<u64> {
         if self.should_preempt(now) {
             return Some(now);
