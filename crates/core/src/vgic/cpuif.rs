@@ -528,7 +528,23 @@ impl Vgic {
     /// are what `flush` would choose: neither `sync` nor `flush` need run before it waits,
     /// and the injection that wakes it takes `inject_loaded`'s usual case. False: the model
     /// unchanged but for the folded list registers, and the general path must look.
+    ///
+    /// Its usual case, one finished list register of an SGI or PPI (a tick's), is inline and
+    /// the rest out of line (`settle_loaded_general`), so that case saves no registers.
+    #[inline]
     pub fn settle_loaded(&mut self, vcpu: usize, free: u16) -> Result<bool, VgicError> {
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        if v.live_count == 1 && free & 1 != 0 && fold_first_finished(v) {
+            self.epoch += 1;
+            self.touched |= 1 << vcpu;
+            return Ok(self.settled(vcpu));
+        }
+        self.settle_loaded_general(vcpu, free)
+    }
+
+    /// `settle_loaded` beyond its usual case.
+    #[inline(never)]
+    fn settle_loaded_general(&mut self, vcpu: usize, free: u16) -> Result<bool, VgicError> {
         let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
         let live = if v.live_count == 0 {
             0
@@ -539,13 +555,23 @@ impl Vgic {
         } else {
             self.fold_finished(vcpu, free)?
         };
+        Ok(live == 0 && self.settled(vcpu))
+    }
+
+    /// With no list register of `vcpu` live: whether nothing is pending or active for it
+    /// (`settle_loaded`'s answer); then the loaded list registers, all free, count as chosen
+    /// now.
+    #[inline(always)]
+    fn settled(&mut self, vcpu: usize) -> bool {
         let epoch = self.epoch;
-        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
-        let idle = live == 0 && v.active.is_empty() && v.pending.is_empty();
+        let Some(v) = self.vcpus.get_mut(vcpu) else {
+            return false;
+        };
+        let idle = v.active.is_empty() && v.pending.is_empty();
         if idle {
             v.chosen_at = epoch;
         }
-        Ok(idle)
+        idle
     }
 
     /// Whether nothing in the model changed since `vcpu`'s list registers were last chosen
