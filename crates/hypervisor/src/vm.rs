@@ -1068,14 +1068,26 @@ impl Vm {
 /// At a WFI of vCPU `vcpu` (`vgic`), loaded on this CPU, with the VM's lock held (`hw`): its
 /// expired virtual timer is injected if its physical PPI was not forwarded
 /// (`Vm::has_deliverable_at_wfi`; the WFI's short exit calls it too).
+///
+/// The test is inline and the injection out of line: a wait whose timer has not expired
+/// (the real-time VM's, which armed its next tick) saves no registers for it.
+#[inline]
 pub fn inject_expired_timer(
     shared: &Shared,
     vgic: &mut VirtualGic,
     vcpu: usize,
     hw: &mut Hardware,
 ) {
+    if timer::virtual_firing() {
+        inject_fired_timer(shared, vgic, vcpu, hw);
+    }
+}
+
+/// `inject_expired_timer` once the timer fired: injected unless its PPI was forwarded.
+#[inline(never)]
+fn inject_fired_timer(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
     let ppi = shared.board.timer_virt_irq;
-    if timer::virtual_firing() && !gic::ppi_active(shared.board, ppi) {
+    if !gic::ppi_active(shared.board, ppi) {
         vgic.inject(&mut hw.vgic, ppi);
         shared.kick_touched(&mut hw.vgic, vcpu);
         counters::injected(shared.index);
