@@ -375,7 +375,9 @@ impl VirtualGic {
     /// registers).
     pub fn inject_switched_in(&mut self, model: &mut Vgic, intid: u32) {
         if self.stale && !self.parked && self.loaded == 0 {
-            let free = ((1u32 << self.list_registers) - 1) as u16;
+            // Every list register is free; the short injection takes the lowest free one,
+            // so only that one is offered: the slot is known before the model answers.
+            let free = 1;
             match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
                 Ok(Some((slot, value))) => {
                     // `unload` left every value of `lrs` 0, as the list registers.
