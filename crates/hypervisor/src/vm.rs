@@ -576,9 +576,11 @@ impl Vm {
     /// and was running at EL1 (SPSR_EL2.M: the guest's kernel, which may hold a lock its
     /// other vCPUs wait for), and no boot end is in progress. `None`: it stays.
     pub fn migration_target(&self) -> Option<u8> {
-        let config = self.shared.config;
+        if !self.migrates() {
+            return None;
+        }
         let at_el1 = self.vcpu.regs.spsr & 0b1_1100 == 0b0_0100;
-        if !config.migrate || !at_el1 || !self.is_on() || self.ending() || self.rebuilding() {
+        if !at_el1 || !self.is_on() || self.ending() || self.rebuilding() {
             return None;
         }
         let next = (self.vcpu_index + 1) % self.shared.vcpus.len();
@@ -587,6 +589,12 @@ impl Vm {
             .get(next)
             .map(|v| v.home)
             .filter(|&cpu| cpu != self.home())
+    }
+
+    /// Whether its VM's vCPUs migrate when preempted (`migrate = true`).
+    #[inline]
+    pub fn migrates(&self) -> bool {
+        self.shared.config.migrate
     }
 
     /// This vCPU is handed to physical CPU `cpu` (its new holder).

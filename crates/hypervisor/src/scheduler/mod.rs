@@ -195,7 +195,8 @@ impl CpuScheduler {
     #[inline]
     fn migrate_preempted(&mut self, old: usize, by: VcpuId) -> bool {
         let vm = &self.vms[old];
-        if vcpu_of(vm).vm == by.vm || vm.home() != self.cpu {
+        // The VM's policy first: most VMs never migrate, and it is one load.
+        if !vm.migrates() || vcpu_of(vm).vm == by.vm || vm.home() != self.cpu {
             return false;
         }
         match vm.migration_target() {
