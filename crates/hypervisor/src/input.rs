@@ -116,11 +116,18 @@ fn set_waiting(vm: usize, waiting: bool) {
     }
 }
 
-/// Hands VM `vm`'s queued characters to `deliver` until it refuses one (its FIFO is full).
-/// Every entry of a vCPU asks, and the answer is almost always "nothing waits" (one flag):
-/// the rest is apart, so that answer saves and restores no registers.
-pub fn take(vm: usize, deliver: impl FnMut(u8) -> bool) {
-    let waiting = WAITING.get().and_then(|w| w.get(vm));
+/// VM `vm`'s flag that says characters wait (`take`), found once when the VM is built
+/// (`init` ran before), so that every entry tests it with one load.
+pub fn waiting_flag(vm: usize) -> Option<&'static AtomicBool> {
+    WAITING.get().and_then(|w| w.get(vm))
+}
+
+/// Hands VM `vm`'s queued characters to `deliver` until it refuses one (its FIFO is full);
+/// `waiting` is its flag (`waiting_flag`). Every entry of a vCPU asks, and the answer is
+/// almost always "nothing waits" (one flag): the rest is apart, so that answer saves and
+/// restores no registers.
+#[inline]
+pub fn take(waiting: Option<&AtomicBool>, vm: usize, deliver: impl FnMut(u8) -> bool) {
     if waiting.is_some_and(|w| w.load(Ordering::Acquire)) {
         take_waiting(vm, deliver);
     }

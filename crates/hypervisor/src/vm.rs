@@ -159,6 +159,8 @@ pub struct Shared {
     last_ran: [AtomicU8; MAX_CPUS],
     /// vCPU moves to another CPU (`migrate`), printed when the VM stops.
     migrations: AtomicU64,
+    /// Its flag that says console input waits (`input::waiting_flag`).
+    input_waiting: Option<&'static AtomicBool>,
     hw: Mutex<Hardware>,
 }
 
@@ -381,6 +383,7 @@ impl Vm {
             retired: AtomicBool::new(false),
             last_ran: [const { AtomicU8::new(NONE_RAN) }; MAX_CPUS],
             migrations: AtomicU64::new(0),
+            input_waiting: input::waiting_flag(index),
             hw: Mutex::new(Hardware {
                 devices: Devices::new(&config.devices, 1),
                 vgic: vgic::model(board, vcpus, &forwarded),
@@ -1112,7 +1115,9 @@ fn inject_fired_timer(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &
 #[inline]
 pub fn update_lines(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
     if hw.devices.has_console() {
-        input::take(shared.index, |byte| hw.devices.receive(byte));
+        input::take(shared.input_waiting, shared.index, |byte| {
+            hw.devices.receive(byte)
+        });
     }
     if hw.devices.lines_stale() {
         set_lines(vgic, hw);
