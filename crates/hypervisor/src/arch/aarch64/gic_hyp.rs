@@ -159,8 +159,8 @@ pub enum Visit {
 /// Does `visit` to each list register of `mask` (bit n: ICH_LR<n>_EL2, its value at
 /// `lrs[n]`). On a GICv3 one straight run of bit tests, each register named in its
 /// instruction, that stops after the highest bit of `mask`: no jump table per register
-/// and no call.
-#[inline]
+/// and no call. Inlined: each caller's `visit` is a constant, so only its own work stays.
+#[inline(always)]
 pub fn visit_list_registers(mask: u16, lrs: &mut [u64; MAX_LIST_REGISTERS], visit: Visit) {
     if let Gic::V2(_) = &GIC {
         for (n, lr) in lrs.iter_mut().enumerate() {
