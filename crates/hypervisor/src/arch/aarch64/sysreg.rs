@@ -33,22 +33,49 @@ macro_rules! write_sysreg {
 pub(crate) use {read_sysreg, write_sysreg};
 
 macro_rules! el1_context {
-    ($(#[$doc:meta])* $name:ident { $($field:ident = $reg:literal),* $(,)? }) => {
+    ($(#[$doc:meta])* $name:ident { $($a:ident = $ra:literal, $b:ident = $rb:literal;)* }) => {
         $(#[$doc])*
         #[derive(Clone, Default)]
         pub struct $name {
-            $(pub $field: u64,)*
+            $(pub $a: u64, pub $b: u64,)*
         }
 
         impl $name {
-            /// Copies the live registers into `self`.
+            /// Copies the live registers into `self`, two at a time: both read in one
+            /// block, so that their fields, side by side, take one store pair.
             pub fn save(&mut self) {
-                $(self.$field = read_sysreg!($reg);)*
+                $(
+                    let (a, b): (u64, u64);
+                    // SAFETY: reading system registers has no side effect on memory.
+                    unsafe {
+                        core::arch::asm!(
+                            concat!("mrs {}, ", $ra, "\n", "mrs {}, ", $rb),
+                            out(reg) a,
+                            out(reg) b,
+                            options(nomem, nostack),
+                        );
+                    }
+                    self.$a = a;
+                    self.$b = b;
+                )*
             }
 
-            /// Loads `self` into the CPU; call with the vCPU's stage 2 already selected.
+            /// Loads `self` into the CPU, two at a time (one load pair each); call with the
+            /// vCPU's stage 2 already selected.
             pub fn restore(&self) {
-                $(write_sysreg!($reg, self.$field);)*
+                $(
+                    // SAFETY: these are the EL1/EL0 context registers of the vCPU being
+                    // loaded (as `write_sysreg!`); none changes Partita's own translation or
+                    // stack.
+                    unsafe {
+                        core::arch::asm!(
+                            concat!("msr ", $ra, ", {}\n", "msr ", $rb, ", {}"),
+                            in(reg) self.$a,
+                            in(reg) self.$b,
+                            options(nostack),
+                        );
+                    }
+                )*
                 aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
             }
         }
@@ -56,34 +83,21 @@ macro_rules! el1_context {
 }
 
 el1_context!(
-    /// EL1 and EL0 system registers of one vCPU.
+    /// EL1 and EL0 system registers of one vCPU, listed in pairs (`save`, `restore`).
     El1Context {
-        sctlr = "sctlr_el1",
-        ttbr0 = "ttbr0_el1",
-        ttbr1 = "ttbr1_el1",
-        tcr = "tcr_el1",
-        mair = "mair_el1",
-        amair = "amair_el1",
-        vbar = "vbar_el1",
-        contextidr = "contextidr_el1",
-        cpacr = "cpacr_el1",
-        csselr = "csselr_el1",
-        cntkctl = "cntkctl_el1",
-        cntv_ctl = "cntv_ctl_el0",
-        cntv_cval = "cntv_cval_el0",
-        tpidr_el0 = "tpidr_el0",
-        tpidrro_el0 = "tpidrro_el0",
-        tpidr_el1 = "tpidr_el1",
-        sp_el0 = "sp_el0",
-        sp_el1 = "sp_el1",
-        elr_el1 = "elr_el1",
-        spsr_el1 = "spsr_el1",
-        esr_el1 = "esr_el1",
-        far_el1 = "far_el1",
-        afsr0 = "afsr0_el1",
-        afsr1 = "afsr1_el1",
-        par = "par_el1",
-        mdscr = "mdscr_el1",
+        sctlr = "sctlr_el1", ttbr0 = "ttbr0_el1";
+        ttbr1 = "ttbr1_el1", tcr = "tcr_el1";
+        mair = "mair_el1", amair = "amair_el1";
+        vbar = "vbar_el1", contextidr = "contextidr_el1";
+        cpacr = "cpacr_el1", csselr = "csselr_el1";
+        cntkctl = "cntkctl_el1", cntv_ctl = "cntv_ctl_el0";
+        cntv_cval = "cntv_cval_el0", tpidr_el0 = "tpidr_el0";
+        tpidrro_el0 = "tpidrro_el0", tpidr_el1 = "tpidr_el1";
+        sp_el0 = "sp_el0", sp_el1 = "sp_el1";
+        elr_el1 = "elr_el1", spsr_el1 = "spsr_el1";
+        esr_el1 = "esr_el1", far_el1 = "far_el1";
+        afsr0 = "afsr0_el1", afsr1 = "afsr1_el1";
+        par = "par_el1", mdscr = "mdscr_el1";
     }
 );
 
@@ -92,16 +106,11 @@ el1_context!(
     /// APGAKey, low and high halves), by encoding so no assembler feature is needed. They
     /// exist only on CPUs with pointer authentication; a VM's keys must never reach another.
     PauthKeys {
-        apia_lo = "S3_0_C2_C1_0",
-        apia_hi = "S3_0_C2_C1_1",
-        apib_lo = "S3_0_C2_C1_2",
-        apib_hi = "S3_0_C2_C1_3",
-        apda_lo = "S3_0_C2_C2_0",
-        apda_hi = "S3_0_C2_C2_1",
-        apdb_lo = "S3_0_C2_C2_2",
-        apdb_hi = "S3_0_C2_C2_3",
-        apga_lo = "S3_0_C2_C3_0",
-        apga_hi = "S3_0_C2_C3_1",
+        apia_lo = "S3_0_C2_C1_0", apia_hi = "S3_0_C2_C1_1";
+        apib_lo = "S3_0_C2_C1_2", apib_hi = "S3_0_C2_C1_3";
+        apda_lo = "S3_0_C2_C2_0", apda_hi = "S3_0_C2_C2_1";
+        apdb_lo = "S3_0_C2_C2_2", apdb_hi = "S3_0_C2_C2_3";
+        apga_lo = "S3_0_C2_C3_0", apga_hi = "S3_0_C2_C3_1";
     }
 );
 
