@@ -63,6 +63,7 @@ pub fn set_spi_pending(board: &Board, intid: u32) {
 
 /// Clears the active state of `intid` (a PPI of this CPU or an SPI): a forwarded interrupt
 /// whose guest stopped, or left the CPU, before deactivating it.
+#[inline]
 pub fn clear_active(board: &Board, intid: u32) {
     match &board.gic {
         Gic::V3(gic) => gic_v3::clear_active(gic, intid),
@@ -71,6 +72,7 @@ pub fn clear_active(board: &Board, intid: u32) {
 }
 
 /// Whether this CPU's PPI `intid` is active.
+#[inline]
 pub fn ppi_active(board: &Board, intid: u32) -> bool {
     match &board.gic {
         Gic::V3(gic) => gic_v3::ppi_active(gic, intid),
@@ -80,6 +82,7 @@ pub fn ppi_active(board: &Board, intid: u32) -> bool {
 
 /// Makes this CPU's PPI `intid` active: it is not signalled again until the guest that
 /// holds its virtual twin (list register HW = 1) deactivates it.
+#[inline]
 pub fn set_active_ppi(board: &Board, intid: u32) {
     match &board.gic {
         Gic::V3(gic) => gic_v3::set_active_ppi(gic, intid),

@@ -213,6 +213,7 @@ pub fn set_spi_pending(gic: &GicV3, intid: u32) {
 
 /// Clears the active state of `intid` (a PPI of this CPU or an SPI): a forwarded interrupt
 /// whose guest stopped, or left the CPU, before deactivating it.
+#[inline]
 pub fn clear_active(gic: &GicV3, intid: u32) {
     let bit = 1 << (intid % 32);
     if intid < super::gic::PRIVATE_IRQS {
@@ -226,6 +227,7 @@ pub fn clear_active(gic: &GicV3, intid: u32) {
 }
 
 /// Whether this CPU's PPI `intid` is active.
+#[inline]
 pub fn ppi_active(gic: &GicV3, intid: u32) -> bool {
     intid < super::gic::PRIVATE_IRQS
         && read32(redistributor(gic) + GICR_ISACTIVER0) & (1 << intid) != 0
@@ -233,6 +235,7 @@ pub fn ppi_active(gic: &GicV3, intid: u32) -> bool {
 
 /// Makes this CPU's PPI `intid` active: it is not signalled again until the guest that
 /// holds its virtual twin (list register HW = 1) deactivates it.
+#[inline]
 pub fn set_active_ppi(gic: &GicV3, intid: u32) {
     if intid < super::gic::PRIVATE_IRQS {
         write32(redistributor(gic) + GICR_ISACTIVER0, 1 << intid);
