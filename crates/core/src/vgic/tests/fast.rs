@@ -420,6 +420,30 @@ fn a_wait_is_short_only_when_nothing_is_left() {
 }
 
 #[test]
+fn a_wait_after_one_finished_list_register_folds_it_as_the_general_path() {
+    // One live list register, finished by the guest: an SGI or PPI is folded by the wait's
+    // usual case (`fold_first_finished`), an SPI by its general case; either way the model
+    // ends as the general path's fold leaves it, with nothing to take.
+    for intid in [TIMER, SGI, EDGE_SPI] {
+        let (mut s, mut general) = (System::new(), System::new());
+        for sys in [&mut s, &mut general] {
+            sys.general(|v| v.inject(0, intid).unwrap());
+            assert_eq!(acknowledge(&mut sys.lrs), Some(intid));
+            end_of_interrupt(&mut sys.lrs, intid);
+        }
+        let free = s.free();
+        assert!(
+            s.vgic.settle_loaded(0, free).unwrap(),
+            "INTID {intid}: nothing is left"
+        );
+        general.general(|_| {});
+        assert_eq!(s.view(), general.view(), "INTID {intid}");
+        assert!(!s.vgic.has_deliverable(0), "INTID {intid}");
+        assert!(s.vgic.unchanged_since_choice(0), "INTID {intid}");
+    }
+}
+
+#[test]
 fn a_finished_timer_list_register_is_reused_and_nothing_else_changes() {
     let mut s = System::new();
     s.general(|v| v.inject(0, TIMER).unwrap());
