@@ -118,15 +118,9 @@ impl ShortExitHandler for ShortExit<'_> {
         Light::Done
     }
 
-    /// A WFx or SMC with the guest's caller-saved registers only. A WFx of a vCPU that
-    /// shares its CPU (the real-time VM's wait, at each switch to the GPOS) goes to the
-    /// general path first thing, before anything that needs saved registers: its sample is
-    /// settled there (`finish` settles first, as here).
+    /// A WFx or SMC with the guest's caller-saved registers only.
     #[inline]
     fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
-        if !self.alone && ESR_EL2.get() >> 26 == EC_WFX {
-            return Light::General;
-        }
         self.counters.settle(regs.entered());
         self.dispatch(regs, start, Exit::Synchronous)
     }
