@@ -205,12 +205,6 @@ impl<'a> ShortExit<'a> {
             Exit::Synchronous => {
                 let esr = ESR_EL2.get();
                 if esr >> 26 == EC_WFX {
-                    // Only a WFI of its CPU's only vCPU waits here (`wait`); the test is
-                    // inline, so every other WFx (the real-time VM's beside a GPOS, at each
-                    // switch) goes to the general path without `wait`'s saved registers.
-                    if !self.alone || esr & ESR_WFX_TI != 0 {
-                        return Light::General;
-                    }
                     return self.wait(regs, start, esr);
                 }
                 self.synchronous(regs, esr)
@@ -295,9 +289,11 @@ impl<'a> ShortExit<'a> {
     /// owns), injected, and the guest goes straight back in after its WFI. Another
     /// interrupt returns to the general path as an IRQ exit (`held`), the guest's WFI done
     /// (a spurious wake-up, which WFI allows). A WFE, or a vCPU that shares its CPU, goes to
-    /// the general path untouched: another vCPU may have to run while this one waits
-    /// (`dispatch` sends only the CPU's only vCPU's WFI here).
+    /// the general path untouched: another vCPU may have to run while this one waits.
     fn wait<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
+        if !self.alone || esr & ESR_WFX_TI != 0 {
+            return Light::General;
+        }
         let (shared, vgic) = (self.shared, &mut *self.vgic);
         regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
         {
