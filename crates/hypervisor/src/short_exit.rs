@@ -48,7 +48,7 @@ use crate::counters::{ShortExits, ShortPath};
 use crate::fabric::{self, Requested};
 use crate::hypercall;
 use crate::uart_exit::{Done, Registers, UartExit};
-use crate::vgic::VirtualGic;
+use crate::vgic::{Injected, VirtualGic};
 use crate::vm::{inject_expired_timer, update_lines, Hardware, Shared};
 
 /// ESR_EL2.EC values the short exit looks at (the vectors send it no other).
@@ -231,10 +231,13 @@ impl<'a> ShortExit<'a> {
         }
         gic::end_of_interrupt(intid);
         let mut hw = shared.hardware();
-        let short = vgic.inject(&mut hw.vgic, intid);
-        shared.kick_touched(&mut hw.vgic, self.vcpu);
-        if !short {
-            vgic.before_entry(&mut hw.vgic);
+        match vgic.inject_running(&mut hw.vgic, intid) {
+            Injected::Again => {}
+            Injected::Short => shared.kick_touched(&mut hw.vgic, self.vcpu),
+            Injected::General => {
+                shared.kick_touched(&mut hw.vgic, self.vcpu);
+                vgic.before_entry(&mut hw.vgic);
+            }
         }
         Ok(ShortPath::Injection)
     }
