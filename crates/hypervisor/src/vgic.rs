@@ -320,10 +320,26 @@ impl VirtualGic {
     /// the general answer is needed. Not after a choice that asked for a maintenance
     /// interrupt, which the general path clears.
     pub fn settled_for_wait(&mut self, model: &mut Vgic) -> bool {
+        self.settled(model, false)
+    }
+
+    /// `settled_for_wait` for the short wait, whose wake-up injects with `inject_running`:
+    /// true also when the list registers are left as they are because the guest is done
+    /// with the one interrupt they held and nothing changed since (`Vgic::idle_again`), so
+    /// that the same interrupt waking it needs no fold.
+    pub fn settled_for_short_wait(&mut self, model: &mut Vgic) -> bool {
+        self.settled(model, true)
+    }
+
+    #[inline(always)]
+    fn settled(&mut self, model: &mut Vgic, keep_again: bool) -> bool {
         if self.stale || self.parked || self.hcr != 0 {
             return false;
         }
         let free = gic_hyp::empty_list_registers();
+        if keep_again && model.idle_again(self.vcpu, free) {
+            return true;
+        }
         match model.settle_loaded(self.vcpu, free) {
             Ok(settled) => settled,
             Err(e) => panic!("virtual GIC settle: {e:?}"),

@@ -520,6 +520,21 @@ impl Vgic {
         Ok(!still.iter().flatten().any(|e| e.intid == intid))
     }
 
+    /// For a vCPU about to wait for an interrupt with its list registers loaded (`free` as
+    /// for `inject_loaded`): true when `inject_again` would answer, the model unchanged since
+    /// the injection it would repeat and the guest done with it. Then nothing is pending or
+    /// active in truth (that injection found nothing else, and nothing happened since), so
+    /// nothing is there to wake it, and its list registers may stay as they are, list
+    /// register 0 not folded: the injection that wakes it, the same interrupt again, needs
+    /// no fold (`inject_again`), and any other folds it first, as it would while the vCPU
+    /// runs. Nothing changed either way.
+    #[inline(always)]
+    pub fn idle_again(&self, vcpu: usize, free: u16) -> bool {
+        self.vcpus
+            .get(vcpu)
+            .is_some_and(|v| free & 1 != 0 && v.again.epoch == self.epoch)
+    }
+
     /// For a vCPU about to wait for an interrupt with its list registers loaded (flushed,
     /// not synced since; `free` as for `inject_loaded`): folds those the guest finished and
     /// answers whether nothing is left for it, no list register live and nothing pending or
