@@ -48,7 +48,7 @@ use crate::counters::{ShortExits, ShortPath};
 use crate::fabric::{self, Requested};
 use crate::hypercall;
 use crate::uart_exit::{Done, Registers, UartExit};
-use crate::vgic::VirtualGic;
+use crate::vgic::{Injected, VirtualGic};
 use crate::vm::{inject_expired_timer, update_lines, Hardware, Shared};
 
 /// ESR_EL2.EC values the short exit looks at (the vectors send it no other).
@@ -223,20 +223,32 @@ impl<'a> ShortExit<'a> {
     /// A physical IRQ: the loaded vCPU's timer PPI or an interrupt the VM owns is injected.
     #[inline(always)]
     fn interrupt(&mut self) -> Result<ShortPath, Light> {
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let shared = self.shared;
         let intid = gic::acknowledge().ok_or(Light::General)?;
         if intid != shared.board().timer_virt_irq && !shared.owns(intid) {
             self.held = Some(intid);
             return Err(Light::General);
         }
         gic::end_of_interrupt(intid);
-        let mut hw = shared.hardware();
-        let short = vgic.inject(&mut hw.vgic, intid);
-        shared.kick_touched(&mut hw.vgic, self.vcpu);
-        if !short {
-            vgic.before_entry(&mut hw.vgic);
-        }
+        self.inject_running(intid);
         Ok(ShortPath::Injection)
+    }
+
+    /// Injects `intid`, acknowledged and its priority dropped, into the vCPU, which runs on
+    /// after it (`VirtualGic::inject_running`): the vCPUs whose interrupts changed are
+    /// kicked, and the list registers are chosen again after the general injection.
+    #[inline(always)]
+    fn inject_running(&mut self, intid: u32) {
+        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let mut hw = shared.hardware();
+        match vgic.inject_running(&mut hw.vgic, intid) {
+            Injected::Again => {}
+            Injected::Short => shared.kick_touched(&mut hw.vgic, self.vcpu),
+            Injected::General => {
+                shared.kick_touched(&mut hw.vgic, self.vcpu);
+                vgic.before_entry(&mut hw.vgic);
+            }
+        }
     }
 
     #[inline(always)]
@@ -300,7 +312,7 @@ impl<'a> ShortExit<'a> {
             let mut hw = shared.hardware();
             update_lines(shared, vgic, self.vcpu, &mut hw);
             inject_expired_timer(shared, vgic, self.vcpu, &mut hw);
-            if !vgic.settled_for_wait(&mut hw.vgic) {
+            if !vgic.settled_for_short_wait(&mut hw.vgic) {
                 // `has_deliverable` folds the list registers: they are chosen again before
                 // the guest runs on, as `Vm::enter` does after the general path's WFI. A
                 // guest that runs with them folded (stale) would have its progress on them
@@ -329,13 +341,7 @@ impl<'a> ShortExit<'a> {
             return Light::Interrupted;
         }
         gic::end_of_interrupt(intid);
-        let mut hw = shared.hardware();
-        let short = vgic.inject(&mut hw.vgic, intid);
-        shared.kick_touched(&mut hw.vgic, self.vcpu);
-        if !short {
-            vgic.before_entry(&mut hw.vgic);
-        }
-        drop(hw);
+        self.inject_running(intid);
         self.counters.woke(woke);
         Light::Done
     }

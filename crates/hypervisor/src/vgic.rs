@@ -60,6 +60,17 @@ pub fn model(board: &Board, vcpus: usize, forwarded: &[u32]) -> Vgic {
     model
 }
 
+/// How `VirtualGic::inject_running` injected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injected {
+    /// The same interrupt again: list register 0 written, the model unchanged.
+    Again,
+    /// The short injection: a list register written, the list registers still loaded.
+    Short,
+    /// The general injection: `before_entry` must choose the list registers.
+    General,
+}
+
 /// One vCPU's view of its VM's virtual GIC, and this CPU's list registers while it runs.
 pub struct VirtualGic {
     vcpu: usize,
@@ -185,6 +196,28 @@ impl VirtualGic {
         false
     }
 
+    /// `inject` for an interrupt taken while the vCPU runs (the short exit's IRQ), asking
+    /// first whether it is the same SGI or PPI again into list register 0 with nothing
+    /// changed since (`Vgic::inject_again`: a timer tick after the last one, the guest
+    /// busy between them): then that list register is written and nothing else is
+    /// touched, no interrupt of any vCPU changes, and nobody needs a kick.
+    #[inline(always)]
+    pub fn inject_running(&mut self, model: &mut Vgic, intid: u32) -> Injected {
+        if self.stale || self.parked {
+            self.inject_general(model, intid);
+            return Injected::General;
+        }
+        let free = gic_hyp::empty_list_registers();
+        if self.inject_again(model, intid, free) {
+            return Injected::Again;
+        }
+        if self.inject_free(model, intid, free) {
+            return Injected::Short;
+        }
+        self.inject_general(model, intid);
+        Injected::General
+    }
+
     /// `inject` when the short injection did not take the interrupt: fold, inject, and
     /// let `before_entry` choose the list registers again.
     #[inline(never)]
@@ -203,7 +236,27 @@ impl VirtualGic {
         if self.stale || self.parked {
             return false;
         }
-        let free = gic_hyp::empty_list_registers();
+        self.inject_free(model, intid, gic_hyp::empty_list_registers())
+    }
+
+    /// The same SGI or PPI again into list register 0, the model unchanged since it was
+    /// last injected there (`Vgic::inject_again`); `free` as for `inject_free`. True when
+    /// the list register is written.
+    #[inline(always)]
+    fn inject_again(&mut self, model: &Vgic, intid: u32, free: u16) -> bool {
+        match model.inject_again(self.vcpu, intid, free) {
+            Some(value) => {
+                gic_hyp::write_list_register(0, value);
+                self.loaded |= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `inject_loaded` with the list registers loaded and `free` read (ICH_ELRSR_EL2).
+    #[inline(always)]
+    fn inject_free(&mut self, model: &mut Vgic, intid: u32, free: u16) -> bool {
         match model.inject_loaded(self.vcpu, intid, free, self.list_registers) {
             // `lrs` is not written: while the list registers are loaded, the next `sync` or
             // `unload` reads every one `loaded` marks.
@@ -241,8 +294,11 @@ impl VirtualGic {
     #[inline(always)]
     pub fn send_sgi(&mut self, model: &mut Vgic, value: u64) -> bool {
         if let Some(intid) = self.self_sgi.intid(value) {
-            if self.inject_loaded(model, intid) {
-                return true;
+            if !(self.stale || self.parked) {
+                let free = gic_hyp::empty_list_registers();
+                if self.inject_again(model, intid, free) || self.inject_free(model, intid, free) {
+                    return true;
+                }
             }
         }
         self.send_sgi_general(model, value);
@@ -264,10 +320,26 @@ impl VirtualGic {
     /// the general answer is needed. Not after a choice that asked for a maintenance
     /// interrupt, which the general path clears.
     pub fn settled_for_wait(&mut self, model: &mut Vgic) -> bool {
+        self.settled(model, false)
+    }
+
+    /// `settled_for_wait` for the short wait, whose wake-up injects with `inject_running`:
+    /// true also when the list registers are left as they are because the guest is done
+    /// with the one interrupt they held and nothing changed since (`Vgic::idle_again`), so
+    /// that the same interrupt waking it needs no fold.
+    pub fn settled_for_short_wait(&mut self, model: &mut Vgic) -> bool {
+        self.settled(model, true)
+    }
+
+    #[inline(always)]
+    fn settled(&mut self, model: &mut Vgic, keep_again: bool) -> bool {
         if self.stale || self.parked || self.hcr != 0 {
             return false;
         }
         let free = gic_hyp::empty_list_registers();
+        if keep_again && model.idle_again(self.vcpu, free) {
+            return true;
+        }
         match model.settle_loaded(self.vcpu, free) {
             Ok(settled) => settled,
             Err(e) => panic!("virtual GIC settle: {e:?}"),

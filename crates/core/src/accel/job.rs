@@ -162,7 +162,6 @@ impl Job {
 mod tests {
     use super::*;
     use crate::accel::interface::fnv1a;
-    use alloc::vec;
 
     /// One RAM region: 16 MiB at 0x4000_0000, backed at 0x8000_0000.
     fn ram(ipa: u64, len: u64) -> Option<u64> {
@@ -235,7 +234,7 @@ mod tests {
     #[test]
     fn a_context_resumes_where_it_stopped_and_is_checked_again() {
         let mut job = Job::start(3, Function::Qam16, regs(3), ram).unwrap();
-        job.frame_done(&vec![7; 10]);
+        job.frame_done(&[7; 10]);
         let context = job.context();
         let resumed = Job::from_context(&context, Function::Qam16, ram).unwrap();
         assert_eq!(resumed, job);

@@ -12,7 +12,7 @@
 
 use super::lr::{ListRegister, LrLink, LrState, ICH_HCR_NPIE, ICH_HCR_UIE, MAX_LIST_REGISTERS};
 use super::state::{IrqState, Trigger};
-use super::{LiveEntry, VcpuIrqs, Vgic, VgicError, PRIVATE_IRQS};
+use super::{Again, LiveEntry, VcpuIrqs, Vgic, VgicError, PRIVATE_IRQS};
 
 /// The list-register contents to load before a vCPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,7 +448,30 @@ impl Vgic {
         }
         v.live_count = slot + 1;
         v.chosen_at = *epoch;
-        Some((slot, lr.encode()))
+        let value = lr.encode();
+        if slot == 0 && intid < PRIVATE_IRQS {
+            v.again = Again {
+                intid,
+                value,
+                epoch: *epoch,
+            };
+        }
+        Some((slot, value))
+    }
+
+    /// `inject_loaded` of `intid` into `vcpu` when the model has not changed since the short
+    /// injection that left this same SGI or PPI alone in list register 0 (`inject_alone`,
+    /// `VcpuIrqs::again`), and the guest has finished that list register (bit 0 of `free`):
+    /// the value to write into list register 0, with the model left as it is. Folding the
+    /// finished list register and injecting again, as `inject_alone` does, would end in
+    /// this same model (the interrupt pending, alone, in list register 0, nothing active:
+    /// all as that injection left them, since nothing changed) and this same value (its
+    /// priority, group and link unchanged); only the epoch would count one more change,
+    /// which is none. `None`: nothing done, ask `inject_loaded`.
+    #[inline(always)]
+    pub fn inject_again(&self, vcpu: usize, intid: u32, free: u16) -> Option<u64> {
+        let again = self.vcpus.get(vcpu)?.again;
+        (free & 1 != 0 && again.epoch == self.epoch && again.intid == intid).then_some(again.value)
     }
 
     /// Folds the live list registers of `vcpu` that the guest finished (bit n of `free`: list
@@ -519,6 +542,21 @@ impl Vgic {
             }
         }
         Ok(!still.iter().flatten().any(|e| e.intid == intid))
+    }
+
+    /// For a vCPU about to wait for an interrupt with its list registers loaded (`free` as
+    /// for `inject_loaded`): true when `inject_again` would answer, the model unchanged since
+    /// the injection it would repeat and the guest done with it. Then nothing is pending or
+    /// active in truth (that injection found nothing else, and nothing happened since), so
+    /// nothing is there to wake it, and its list registers may stay as they are, list
+    /// register 0 not folded: the injection that wakes it, the same interrupt again, needs
+    /// no fold (`inject_again`), and any other folds it first, as it would while the vCPU
+    /// runs. Nothing changed either way.
+    #[inline(always)]
+    pub fn idle_again(&self, vcpu: usize, free: u16) -> bool {
+        self.vcpus
+            .get(vcpu)
+            .is_some_and(|v| free & 1 != 0 && v.again.epoch == self.epoch)
     }
 
     /// For a vCPU about to wait for an interrupt with its list registers loaded (flushed,

@@ -128,6 +128,28 @@ struct VcpuIrqs {
     /// `Vgic::epoch` when the list registers were last chosen (`flush_in_place`) or given
     /// an interrupt (`inject_loaded`).
     chosen_at: u64,
+    /// The last short injection that left its SGI or PPI alone in list register 0
+    /// (`inject_alone`): the interrupt, the list register's value, and `Vgic::epoch` right
+    /// after it. While the epoch has not moved, the same injection again, into a free list
+    /// register 0, is that value and nothing else (`inject_again`).
+    again: Again,
+}
+
+/// `VcpuIrqs::again`.
+#[derive(Clone, Copy, Debug)]
+struct Again {
+    intid: u32,
+    value: u64,
+    epoch: u64,
+}
+
+impl Again {
+    /// No injection to repeat: an epoch the model never reaches.
+    const NONE: Again = Again {
+        intid: u32::MAX,
+        value: 0,
+        epoch: u64::MAX,
+    };
 }
 
 impl VcpuIrqs {
@@ -144,6 +166,7 @@ impl VcpuIrqs {
             pending: IntidSet::default(),
             active: IntidSet::default(),
             chosen_at: u64::MAX,
+            again: Again::NONE,
         }
     }
 

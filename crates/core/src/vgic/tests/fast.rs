@@ -23,6 +23,8 @@ struct System {
     vgic: Vgic,
     lrs: [u64; LRS],
     hcr: u64,
+    /// How many injections `Vgic::inject_again` answered.
+    agains: usize,
 }
 
 impl System {
@@ -35,6 +37,7 @@ impl System {
             vgic,
             lrs: [0; LRS],
             hcr: 0,
+            agains: 0,
         };
         s.general(|_| {});
         s
@@ -49,9 +52,15 @@ impl System {
         self.hcr = flush.hcr;
     }
 
-    /// The short injection when the model offers it; true when it did.
+    /// The short injection when the model offers it, the same interrupt again first (as
+    /// the hypervisor asks for an interrupt taken while the vCPU runs); true when it did.
     fn inject_short(&mut self, intid: u32) -> bool {
         let free = self.free();
+        if let Some(value) = self.vgic.inject_again(0, intid, free) {
+            self.agains += 1;
+            self.lrs[0] = value;
+            return true;
+        }
         match self.vgic.inject_loaded(0, intid, free, LRS).unwrap() {
             Some((slot, value)) => {
                 assert!(free & 1 << slot != 0, "list register {slot} was not free");
@@ -78,7 +87,10 @@ impl System {
     /// asks only when the last choice requested no maintenance interrupt), else the
     /// general path's fold and choice. True when the short wait was taken.
     fn wait(&mut self) -> bool {
-        if self.hcr == 0 && self.vgic.settle_loaded(0, self.free()).unwrap() {
+        let free = self.free();
+        if self.hcr == 0
+            && (self.vgic.idle_again(0, free) || self.vgic.settle_loaded(0, free).unwrap())
+        {
             return true;
         }
         self.general(|_| {});
@@ -109,8 +121,12 @@ fn lowest_active(lrs: &[u64]) -> Option<u32> {
         .min()
 }
 
-/// One random sequence; returns how many short injections and short waits were taken.
-fn run_sequence(seed: u64, steps: usize) -> (usize, usize) {
+/// One random sequence; returns how many short injections, short waits and injections of
+/// the same interrupt again were taken. With `ticks`, three injections in four are of one
+/// interrupt (the timer, or an SGI for odd seeds), as a busy guest's ticks or a port's
+/// self-SGIs, and three in four of the other steps that would change the model are EOIs
+/// instead, so that the same one comes again with nothing changed between.
+fn run_sequence(seed: u64, steps: usize, ticks: bool) -> (usize, usize, usize) {
     let mut rng = Rng(seed);
     let (mut short, mut general) = (System::new(), System::new());
     let (mut taken, mut waited) = (0, 0);
@@ -120,7 +136,12 @@ fn run_sequence(seed: u64, steps: usize) -> (usize, usize) {
                 s.general(|_| {});
             }
         }
-        match rng.below(11) {
+        let mut choice = rng.below(11);
+        // With `ticks`, three in four of the waits and changes become EOIs.
+        if ticks && choice >= 8 && rng.below(4) != 0 {
+            choice = 3;
+        }
+        match choice {
             0..=2 => {
                 acknowledge(&mut short.lrs);
                 acknowledge(&mut general.lrs);
@@ -132,7 +153,11 @@ fn run_sequence(seed: u64, steps: usize) -> (usize, usize) {
                 }
             }
             5..=7 => {
-                let intid = [TIMER, EDGE_SPI, SGI, LEVEL_SPI][rng.below(4) as usize];
+                let intid = if ticks && rng.below(4) != 0 {
+                    [TIMER, SGI][(seed % 2) as usize]
+                } else {
+                    [TIMER, EDGE_SPI, SGI, LEVEL_SPI][rng.below(4) as usize]
+                };
                 taken += usize::from(short.inject_short(intid));
                 general.general(|v| v.inject(0, intid).unwrap());
             }
@@ -160,19 +185,24 @@ fn run_sequence(seed: u64, steps: usize) -> (usize, usize) {
             "seed {seed}, step {step}: the short injection diverged"
         );
     }
-    (taken, waited)
+    (taken, waited, short.agains)
 }
 
 #[test]
 fn the_short_injection_and_wait_match_the_general_path() {
-    let (mut taken, mut waited) = (0, 0);
-    for seed in 0..200 {
-        let (t, w) = run_sequence(seed, 300);
+    let (mut taken, mut waited, mut agains) = (0, 0, 0);
+    for seed in 0..400 {
+        let (t, w, a) = run_sequence(seed, 300, seed >= 200);
         taken += t;
         waited += w;
+        agains += a;
     }
     assert!(taken > 500, "the short injection was taken {taken} times");
     assert!(waited > 100, "the short wait was taken {waited} times");
+    assert!(
+        agains > 100,
+        "the same interrupt again was taken {agains} times"
+    );
 }
 
 /// The usual case on a copy of `s`: its answer, and whether the model changed.
@@ -507,4 +537,94 @@ fn list_registers_may_go_back_as_they_were_only_while_nothing_changed() {
         change(&mut v);
         assert!(!v.unchanged_since_choice(0), "change {n} went unnoticed");
     }
+}
+
+#[test]
+fn the_same_interrupt_again_with_nothing_changed_is_the_usual_cases_answer() {
+    // A tick, or a self-SGI, taken and finished while the guest runs, then the same again
+    // with nothing changed between: `inject_again` gives `inject_alone`'s value and leaves
+    // the model as `inject_alone` leaves it, rounds after rounds.
+    for intid in [TIMER, SGI] {
+        let (mut s, mut general) = (idle_after_a_tick(), idle_after_a_tick());
+        assert!(s.inject_short(intid), "INTID {intid}: the first injection");
+        general.general(|v| v.inject(0, intid).unwrap());
+        for round in 0..3 {
+            for sys in [&mut s, &mut general] {
+                assert_eq!(acknowledge(&mut sys.lrs), Some(intid));
+                end_of_interrupt(&mut sys.lrs, intid);
+            }
+            let (done, _) = alone(&s, intid, s.free());
+            let value = s.vgic.inject_again(0, intid, s.free());
+            assert_eq!(
+                value,
+                done.map(|(_, value)| value),
+                "INTID {intid}, round {round}"
+            );
+            assert!(s.inject_short(intid));
+            general.general(|v| v.inject(0, intid).unwrap());
+            assert_eq!(s.view(), general.view(), "INTID {intid}, round {round}");
+        }
+        assert_eq!(s.agains, 3, "INTID {intid}");
+    }
+}
+
+#[test]
+fn the_same_interrupt_again_is_refused_after_any_change_or_before_the_guest_finished() {
+    let finished = |intid: u32| {
+        let mut s = idle_after_a_tick();
+        assert!(s.inject_short(intid));
+        assert_eq!(acknowledge(&mut s.lrs), Some(intid));
+        end_of_interrupt(&mut s.lrs, intid);
+        s
+    };
+    // The list register taken but not finished (active), or still pending.
+    let mut s = idle_after_a_tick();
+    assert!(s.inject_short(TIMER));
+    assert_eq!(s.vgic.inject_again(0, TIMER, s.free()), None, "pending");
+    acknowledge(&mut s.lrs);
+    assert_eq!(s.vgic.inject_again(0, TIMER, s.free()), None, "active");
+    // Another interrupt than the one in list register 0.
+    let s = finished(TIMER);
+    assert_eq!(s.vgic.inject_again(0, SGI, s.free()), None, "another INTID");
+    assert_eq!(
+        s.vgic.inject_again(1, TIMER, s.free()),
+        None,
+        "another vCPU"
+    );
+    // Any change of the model since: another injection, a priority, a distributor read.
+    let mut s = finished(TIMER);
+    s.vgic.inject(0, EDGE_SPI).unwrap();
+    assert_eq!(
+        s.vgic.inject_again(0, TIMER, s.free()),
+        None,
+        "an injection"
+    );
+    let mut s = finished(TIMER);
+    set_priority(&mut s.vgic, TIMER, 0x10);
+    assert_eq!(s.vgic.inject_again(0, TIMER, s.free()), None, "a priority");
+    let mut s = finished(TIMER);
+    let _ = super::dist_read(&mut s.vgic, 0x0);
+    assert_eq!(
+        s.vgic.inject_again(0, TIMER, s.free()),
+        None,
+        "a distributor read"
+    );
+    // The short wait keeps the finished list register as it is (`idle_again`), the
+    // general path's settle folds it.
+    let mut s = finished(TIMER);
+    assert!(s.vgic.idle_again(0, s.free()));
+    assert!(s.wait());
+    assert!(
+        s.vgic.inject_again(0, TIMER, s.free()).is_some(),
+        "a short wait"
+    );
+    assert!(s.vgic.settle_loaded(0, s.free()).unwrap());
+    assert!(!s.vgic.idle_again(0, s.free()));
+    assert_eq!(s.vgic.inject_again(0, TIMER, s.free()), None, "a settle");
+    // An SPI left alone in list register 0 is not repeated this way.
+    let mut s = idle_after_a_tick();
+    assert!(s.inject_short(EDGE_SPI));
+    acknowledge(&mut s.lrs);
+    end_of_interrupt(&mut s.lrs, EDGE_SPI);
+    assert_eq!(s.vgic.inject_again(0, EDGE_SPI, s.free()), None, "an SPI");
 }
