@@ -94,6 +94,29 @@ fn write_any_list_register(n: usize, value: u64) {
     for_lr!(n, write);
 }
 
+/// Invokes `$one!(n, "register")` for each of ICH_LR0_EL2 to ICH_LR15_EL2, in order (the
+/// straight runs of `write_list_registers` and `visit_list_registers`).
+macro_rules! each_list_register {
+    ($one:ident) => {
+        $one!(0, "s3_4_c12_c12_0");
+        $one!(1, "s3_4_c12_c12_1");
+        $one!(2, "s3_4_c12_c12_2");
+        $one!(3, "s3_4_c12_c12_3");
+        $one!(4, "s3_4_c12_c12_4");
+        $one!(5, "s3_4_c12_c12_5");
+        $one!(6, "s3_4_c12_c12_6");
+        $one!(7, "s3_4_c12_c12_7");
+        $one!(8, "s3_4_c12_c13_0");
+        $one!(9, "s3_4_c12_c13_1");
+        $one!(10, "s3_4_c12_c13_2");
+        $one!(11, "s3_4_c12_c13_3");
+        $one!(12, "s3_4_c12_c13_4");
+        $one!(13, "s3_4_c12_c13_5");
+        $one!(14, "s3_4_c12_c13_6");
+        $one!(15, "s3_4_c12_c13_7");
+    };
+}
+
 /// Writes `values` to ICH_LR0_EL2 onwards (at most `MAX_LIST_REGISTERS`), skipping each
 /// one that holds 0 and stays 0 (bit n of `loaded` clear: ICH_LR<n>_EL2 holds 0 now), and
 /// returns the list registers that hold a value now (bit n: `values[n]` is not 0). On a
@@ -126,22 +149,7 @@ pub fn write_list_registers(values: &[u64], loaded: u16) -> u16 {
             }
         };
     }
-    one!(0, "s3_4_c12_c12_0");
-    one!(1, "s3_4_c12_c12_1");
-    one!(2, "s3_4_c12_c12_2");
-    one!(3, "s3_4_c12_c12_3");
-    one!(4, "s3_4_c12_c12_4");
-    one!(5, "s3_4_c12_c12_5");
-    one!(6, "s3_4_c12_c12_6");
-    one!(7, "s3_4_c12_c12_7");
-    one!(8, "s3_4_c12_c13_0");
-    one!(9, "s3_4_c12_c13_1");
-    one!(10, "s3_4_c12_c13_2");
-    one!(11, "s3_4_c12_c13_3");
-    one!(12, "s3_4_c12_c13_4");
-    one!(13, "s3_4_c12_c13_5");
-    one!(14, "s3_4_c12_c13_6");
-    one!(15, "s3_4_c12_c13_7");
+    each_list_register!(one);
     now
 }
 
@@ -195,22 +203,7 @@ pub fn visit_list_registers(mask: u16, lrs: &mut [u64; MAX_LIST_REGISTERS], visi
             }
         };
     }
-    one!(0, "s3_4_c12_c12_0");
-    one!(1, "s3_4_c12_c12_1");
-    one!(2, "s3_4_c12_c12_2");
-    one!(3, "s3_4_c12_c12_3");
-    one!(4, "s3_4_c12_c12_4");
-    one!(5, "s3_4_c12_c12_5");
-    one!(6, "s3_4_c12_c12_6");
-    one!(7, "s3_4_c12_c12_7");
-    one!(8, "s3_4_c12_c13_0");
-    one!(9, "s3_4_c12_c13_1");
-    one!(10, "s3_4_c12_c13_2");
-    one!(11, "s3_4_c12_c13_3");
-    one!(12, "s3_4_c12_c13_4");
-    one!(13, "s3_4_c12_c13_5");
-    one!(14, "s3_4_c12_c13_6");
-    one!(15, "s3_4_c12_c13_7");
+    each_list_register!(one);
 }
 
 /// The free list registers, bit n for ICH_LR<n>_EL2 (ICH_ELRSR_EL2; GICH_ELRSR0 on a GICv2):
