@@ -60,11 +60,10 @@ pub fn model(board: &Board, vcpus: usize, forwarded: &[u32]) -> Vgic {
     model
 }
 
-/// How `VirtualGic::inject_running` injected.
+/// How `VirtualGic::inject_running` injected (the same interrupt again is
+/// `inject_again_running`'s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Injected {
-    /// The same interrupt again: list register 0 written, the model unchanged.
-    Again,
     /// The short injection: a list register written, the list registers still loaded.
     Short,
     /// The general injection: `before_entry` must choose the list registers.
@@ -196,22 +195,28 @@ impl VirtualGic {
         false
     }
 
-    /// `inject` for an interrupt taken while the vCPU runs (the short exit's IRQ), asking
-    /// first whether it is the same SGI or PPI again into list register 0 with nothing
+    /// The first question for an interrupt taken while the vCPU runs (the short exit's
+    /// IRQ): whether it is the same SGI or PPI again into list register 0 with nothing
     /// changed since (`Vgic::inject_again`: a timer tick after the last one, the guest
-    /// busy between them): then that list register is written and nothing else is
-    /// touched, no interrupt of any vCPU changes, and nobody needs a kick.
+    /// busy between them). True when it was: that list register is written and nothing
+    /// else is touched, no interrupt of any vCPU changes, and nobody needs a kick.
+    /// Otherwise nothing is done; ask `inject_running`.
+    #[inline(always)]
+    pub fn inject_again_running(&mut self, model: &Vgic, intid: u32) -> bool {
+        !(self.stale || self.parked)
+            && self.inject_again(model, intid, gic_hyp::empty_list_registers())
+    }
+
+    /// `inject` for an interrupt taken while the vCPU runs that is not the same one again
+    /// (`inject_again_running` said no): the short injection when the list registers are
+    /// loaded and the model allows it, else the general one.
     #[inline(always)]
     pub fn inject_running(&mut self, model: &mut Vgic, intid: u32) -> Injected {
         if self.stale || self.parked {
             self.inject_general(model, intid);
             return Injected::General;
         }
-        let free = gic_hyp::empty_list_registers();
-        if self.inject_again(model, intid, free) {
-            return Injected::Again;
-        }
-        if self.inject_free(model, intid, free) {
+        if self.inject_free(model, intid, gic_hyp::empty_list_registers()) {
             return Injected::Short;
         }
         self.inject_general(model, intid);
