@@ -47,7 +47,6 @@ use crate::console;
 use crate::counters::{ShortExits, ShortPath};
 use crate::fabric::{self, Requested};
 use crate::hypercall;
-use crate::lock::MutexGuard;
 use crate::uart_exit::{Done, Registers, UartExit};
 use crate::vgic::{Injected, VirtualGic};
 use crate::vm::{inject_expired_timer, update_lines, Hardware, Shared};
@@ -236,25 +235,14 @@ impl<'a> ShortExit<'a> {
     }
 
     /// Injects `intid`, acknowledged and its priority dropped, into the vCPU, which runs on
-    /// after it (`VirtualGic::inject_again_running`, then `inject_running`): the vCPUs whose
-    /// interrupts changed are kicked, and the list registers are chosen again after the
-    /// general injection.
+    /// after it (`VirtualGic::inject_running`): the vCPUs whose interrupts changed are
+    /// kicked, and the list registers are chosen again after the general injection.
     #[inline(always)]
     fn inject_running(&mut self, intid: u32) {
         let (shared, vgic) = (self.shared, &mut *self.vgic);
-        let hw = shared.hardware();
-        if vgic.inject_again_running(&hw.vgic, intid) {
-            return;
-        }
-        self.inject_running_rest(hw, intid);
-    }
-
-    /// `inject_running` when it is not the same interrupt again, out of line: the usual
-    /// tick's path then keeps few registers.
-    #[inline(never)]
-    fn inject_running_rest(&mut self, mut hw: MutexGuard<'_, Hardware>, intid: u32) {
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let mut hw = shared.hardware();
         match vgic.inject_running(&mut hw.vgic, intid) {
+            Injected::Again => {}
             Injected::Short => shared.kick_touched(&mut hw.vgic, self.vcpu),
             Injected::General => {
                 shared.kick_touched(&mut hw.vgic, self.vcpu);

@@ -60,10 +60,11 @@ pub fn model(board: &Board, vcpus: usize, forwarded: &[u32]) -> Vgic {
     model
 }
 
-/// How `VirtualGic::inject_running` injected (the same interrupt again is
-/// `inject_again_running`'s).
+/// How `VirtualGic::inject_running` injected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Injected {
+    /// The same interrupt again: list register 0 written, the model unchanged.
+    Again,
     /// The short injection: a list register written, the list registers still loaded.
     Short,
     /// The general injection: `before_entry` must choose the list registers.
@@ -195,28 +196,22 @@ impl VirtualGic {
         false
     }
 
-    /// The first question for an interrupt taken while the vCPU runs (the short exit's
-    /// IRQ): whether it is the same SGI or PPI again into list register 0 with nothing
+    /// `inject` for an interrupt taken while the vCPU runs (the short exit's IRQ), asking
+    /// first whether it is the same SGI or PPI again into list register 0 with nothing
     /// changed since (`Vgic::inject_again`: a timer tick after the last one, the guest
-    /// busy between them). True when it was: that list register is written and nothing
-    /// else is touched, no interrupt of any vCPU changes, and nobody needs a kick.
-    /// Otherwise nothing is done; ask `inject_running`.
-    #[inline(always)]
-    pub fn inject_again_running(&mut self, model: &Vgic, intid: u32) -> bool {
-        !(self.stale || self.parked)
-            && self.inject_again(model, intid, gic_hyp::empty_list_registers())
-    }
-
-    /// `inject` for an interrupt taken while the vCPU runs that is not the same one again
-    /// (`inject_again_running` said no): the short injection when the list registers are
-    /// loaded and the model allows it, else the general one.
+    /// busy between them): then that list register is written and nothing else is
+    /// touched, no interrupt of any vCPU changes, and nobody needs a kick.
     #[inline(always)]
     pub fn inject_running(&mut self, model: &mut Vgic, intid: u32) -> Injected {
         if self.stale || self.parked {
             self.inject_general(model, intid);
             return Injected::General;
         }
-        if self.inject_free(model, intid, gic_hyp::empty_list_registers()) {
+        let free = gic_hyp::empty_list_registers();
+        if self.inject_again(model, intid, free) {
+            return Injected::Again;
+        }
+        if self.inject_free(model, intid, free) {
             return Injected::Short;
         }
         self.inject_general(model, intid);
