@@ -70,6 +70,7 @@ fn vm(name: &str) -> VmConfig {
         timer: TimerMode::Virtual,
         irqs: vec![],
         migrate: false,
+        timer_advance_ns: 0,
     }
 }
 

@@ -253,10 +253,8 @@ macro_rules! beside_linux {
 /// waits for the end of CPU 1's turn (docs/design.md, "Time on QEMU with more than one
 /// CPU", has the measurements).
 const SPLIT_BESIDE_LINUX: &[Expect] = beside_linux!(Expect::CountAtLeast(FREERTOS_RT, 4));
-/// FreeRTOS beside a Linux that ran a job and powered off: both ran, every one of FreeRTOS's
-/// lines reports no deadline miss, and it kept printing after Linux stopped (`StopWhen`).
-const BESIDE_LINUX: &[Expect] = beside_linux!(Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS));
-/// The same with FreeRTOS ticking on the passed-through EL1 physical timer.
+/// FreeRTOS ticking on the passed-through EL1 physical timer beside a Linux job: every one
+/// of its lines reports no deadline miss.
 const PHYSICAL_TICK_BESIDE_LINUX: &[Expect] = beside_linux!(
     Expect::Line("[freertos] tick: physical timer, interrupt 30"),
     Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS)
@@ -909,6 +907,11 @@ pub const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
+        // The shipped system under load. FreeRTOS's timer advance (`timer_advance_ns`, 2 us
+        // by default) brings it back onto the CPU before each tick, so its worst dispatch
+        // latency in virtual time stays near its solo one (722 ns mean, 1,408 max at
+        // 2026-11-27), where a tick that preempts Linux at the deadline costs a whole vCPU
+        // switch (the same run with `timer_advance_ns = 0`: 1,534 mean, 2,688 max).
         name: "default-linux-load",
         boot: Boot::Partita("configs/default.toml"),
         job: Some(LOAD_JOB),
@@ -917,7 +920,12 @@ pub const SCENARIOS: &[Scenario] = &[
         end: AFTER_LINUX_OFF,
         // About 25 s of virtual time: 4 minutes on an idle host, more on a busy one.
         timeout_secs: 900,
-        expect: BESIDE_LINUX,
+        // FreeRTOS and the job ran, every one of FreeRTOS's lines reports no deadline miss
+        // and the bound above, and it kept printing after Linux stopped.
+        expect: beside_linux!(
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::AtMost(FREERTOS_RT, "max_ns=", 2_000)
+        ),
     },
     Scenario {
         name: "ivc-exchange",

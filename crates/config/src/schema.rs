@@ -8,11 +8,11 @@
 use partita_core::accel::functions::Function;
 use partita_core::board::Platform;
 use partita_core::config::{
-    AcceleratorConfig, Access, BitstreamConfig, BoardConfig, ChannelConfig, ChannelMember,
-    ConfigError, ConsoleConfig, ConsoleView, DeviceConfig, EndAction, FabricConfig, ImageConfig,
-    InitrdConfig, MemoryRegion, RegionConfig, ResetAction, SystemConfig, TimerMode, VmConfig,
-    VmKind, DEFAULT_GUEST_BEAT_US, DEFAULT_HOLD_US, DEFAULT_RECONFIG_BYTES_PER_US,
-    DEFAULT_RING_INTERVAL_US,
+    default_timer_advance_ns, AcceleratorConfig, Access, BitstreamConfig, BoardConfig,
+    ChannelConfig, ChannelMember, ConfigError, ConsoleConfig, ConsoleView, DeviceConfig, EndAction,
+    FabricConfig, ImageConfig, InitrdConfig, MemoryRegion, RegionConfig, ResetAction, SystemConfig,
+    TimerMode, VmConfig, VmKind, DEFAULT_GUEST_BEAT_US, DEFAULT_HOLD_US,
+    DEFAULT_RECONFIG_BYTES_PER_US, DEFAULT_RING_INTERVAL_US,
 };
 use partita_core::sched::DEFAULT_SLICE_US;
 use toml::{Table, Value};
@@ -21,7 +21,7 @@ use super::fields::{integer, wrong_type, Fields};
 
 const TOP_KEYS: [&str; 5] = ["board", "vm", "console", "channel", "fabric"];
 const BOARD_KEYS: [&str; 3] = ["platform", "cpus", "slice_us"];
-const VM_KEYS: [&str; 15] = [
+const VM_KEYS: [&str; 16] = [
     "name",
     "kind",
     "priority",
@@ -35,6 +35,7 @@ const VM_KEYS: [&str; 15] = [
     "on_fault",
     "on_poweroff",
     "timer",
+    "timer_advance_ns",
     "irqs",
     "migrate",
 ];
@@ -310,6 +311,9 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
     let timer = timer(&f)?;
     let irqs = f.u32_array("irqs")?;
     let migrate = f.boolean("migrate")?.unwrap_or(false);
+    let timer_advance_ns = f
+        .optional_u32("timer_advance_ns")?
+        .unwrap_or(default_timer_advance_ns(kind, timer));
     let devices = f
         .tables("device")?
         .into_iter()
@@ -332,6 +336,7 @@ fn vm(i: usize, table: &Table) -> Result<VmConfig, ConfigError> {
         timer,
         irqs,
         migrate,
+        timer_advance_ns,
     })
 }
 
@@ -475,6 +480,8 @@ mod tests {
         base = 0x0a00_0000
     "#;
 
+    use partita_core::config::RTOS_TIMER_ADVANCE_NS;
+
     fn parse(text: &str) -> Result<SystemConfig, String> {
         system(&text.parse::<Table>().unwrap()).map_err(|e| e.to_string())
     }
@@ -552,6 +559,27 @@ mod tests {
         assert_eq!(cfg.board.slice_us, 2000);
         assert_eq!(cfg.vms[0].timer, TimerMode::Physical);
         assert_eq!(cfg.vms[0].irqs, [40, 41]);
+        assert_eq!(
+            cfg.vms[0].timer_advance_ns, 0,
+            "no advance on the physical timer"
+        );
+    }
+
+    #[test]
+    fn the_timer_advance_defaults_by_kind_and_can_be_set() {
+        let rtos = parse(PROBE).unwrap();
+        assert_eq!(rtos.vms[0].timer_advance_ns, RTOS_TIMER_ADVANCE_NS);
+        let gpos = parse(&PROBE.replace("kind = \"rtos\"", "kind = \"gpos\"")).unwrap();
+        assert_eq!(gpos.vms[0].timer_advance_ns, 0);
+        let set = PROBE.replace("cpus = [0]", "cpus = [0]\ntimer_advance_ns = 0");
+        assert_eq!(parse(&set).unwrap().vms[0].timer_advance_ns, 0);
+        let set = PROBE.replace("cpus = [0]", "cpus = [0]\ntimer_advance_ns = 5000");
+        assert_eq!(parse(&set).unwrap().vms[0].timer_advance_ns, 5000);
+        let bad = PROBE.replace("cpus = [0]", "cpus = [0]\ntimer_advance_ns = \"2us\"");
+        assert_eq!(
+            parse(&bad).unwrap_err(),
+            "vm[0].timer_advance_ns: expected an integer, found a string"
+        );
     }
 
     #[test]

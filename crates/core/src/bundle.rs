@@ -184,6 +184,7 @@ mod tests {
                     timer: crate::config::TimerMode::Virtual,
                     irqs: vec![],
                     migrate: false,
+                    timer_advance_ns: 0,
                 })
                 .collect(),
             channels: vec![],

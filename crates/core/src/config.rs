@@ -27,7 +27,10 @@ pub use fabric::{
     AcceleratorConfig, BitstreamConfig, FabricConfig, RegionConfig, DEFAULT_GUEST_BEAT_US,
     DEFAULT_HOLD_US, DEFAULT_RECONFIG_BYTES_PER_US, MAX_HOLD_US,
 };
-pub use placement::{MAX_SLICE_US, MIN_SLICE_US};
+pub use placement::{
+    default_timer_advance_ns, MAX_SLICE_US, MAX_TIMER_ADVANCE_NS, MIN_SLICE_US,
+    RTOS_TIMER_ADVANCE_NS,
+};
 
 /// Largest guest-physical address + 1: Partita gives every VM a 39-bit IPA space (a stage-2
 /// walk from level 1 without concatenated tables, which every ARMv8-A CPU with 40-bit
@@ -153,6 +156,10 @@ pub struct VmConfig {
     /// A vCPU preempted at EL1 by a higher-priority VM on its CPU moves to the CPU of
     /// another of its VM's vCPUs until its own CPU idles (docs/smp.md).
     pub migrate: bool,
+    /// How long before its virtual timer's deadline a blocked vCPU of the VM takes its CPU
+    /// back from a lower-priority VM (0: at the deadline), so that the deadline finds it
+    /// loaded and waiting at EL2 (`timer_advance_ns`, docs/configuration.md).
+    pub timer_advance_ns: u32,
 }
 
 /// Which EL1 timer a VM keeps time with, and how Partita treats it.
@@ -925,6 +932,7 @@ pub(crate) mod tests {
             timer: TimerMode::Virtual,
             irqs: vec![],
             migrate: false,
+            timer_advance_ns: 0,
         }
     }
 

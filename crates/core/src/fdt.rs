@@ -411,6 +411,7 @@ mod tests {
             timer: crate::config::TimerMode::Virtual,
             irqs: vec![],
             migrate: false,
+            timer_advance_ns: 0,
         }
     }
 

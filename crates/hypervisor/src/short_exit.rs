@@ -18,9 +18,9 @@
 //!   (`ShortExitHandler::system_register`): the SGI is made pending on its targets, other
 //!   vCPUs' CPUs are kicked, this vCPU's list registers chosen again; a self-SGI goes
 //!   straight into a free list register when the short injection allows it;
-//! - a WFI of its CPU's only vCPU, its interrupts masked or not
-//!   (`wait`): the CPU waits for an interrupt at EL2 inside the exit, and the vCPU's own
-//!   interrupt goes straight in when it wakes;
+//! - a WFI of its CPU's only vCPU, its interrupts masked or not, or of a vCPU whose timer
+//!   fires within its VM's advance (`wait`): the CPU waits for an interrupt at EL2 inside
+//!   the exit, and the vCPU's own interrupt goes straight in when it wakes;
 //! - a console-UART access (`uart_exit`), asked first by the data-abort vector with only the
 //!   guest's caller-saved registers saved (`ShortExitHandler::data_abort`): no class dispatch, a
 //!   dozen registers fewer to save and load. An access naming x19..x29 comes back here with
@@ -39,10 +39,10 @@ use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
 use partita_core::hypercall::{respond_local, ret, Response, CALL_REGISTERS};
 use partita_core::trap::{device_access, fault_ipa, Register, ICC_SGI1R_EL1, SYSREG_NAME_BITS};
 
-use crate::arch::aarch64::gic;
 use crate::arch::aarch64::vectors::{
     CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler, SysregSaved,
 };
+use crate::arch::aarch64::{gic, timer};
 use crate::console;
 use crate::counters::{ShortExits, ShortPath};
 use crate::fabric::{self, Requested};
@@ -292,18 +292,20 @@ impl<'a> ShortExit<'a> {
         }
     }
 
-    /// A trapped WFI (ESR_EL2 `esr`, taken at `start`) of the CPU's only vCPU: what the
-    /// general path does for it (`trap::handle`, the scheduler's `block` and `idle`) without
-    /// leaving the world switch. With an interrupt to take, the guest runs on. Otherwise its
-    /// list registers are chosen, its console output flushed, the held console lines
-    /// printed, and the CPU waits in WFI at EL2 with this vCPU loaded; the interrupt that
-    /// wakes it is acknowledged and, when it is this vCPU's (its timer PPI, or one its VM
-    /// owns), injected, and the guest goes straight back in after its WFI. Another
-    /// interrupt returns to the general path as an IRQ exit (`held`), the guest's WFI done
-    /// (a spurious wake-up, which WFI allows). A WFE, or a vCPU that shares its CPU, goes to
-    /// the general path untouched: another vCPU may have to run while this one waits.
+    /// A trapped WFI (ESR_EL2 `esr`, taken at `start`) of the CPU's only vCPU, or of one
+    /// whose timer fires within its advance (`ahead_of_timer`): what the general path does
+    /// for it (`trap::handle`, the scheduler's `block` and `idle`) without leaving the world
+    /// switch. With an interrupt to take, the guest runs on. Otherwise its list registers
+    /// are chosen, its console output flushed, the held console lines printed (the CPU's
+    /// only vCPU: the CPU idles), and the CPU waits in WFI at EL2 with this vCPU loaded;
+    /// the interrupt that wakes it is acknowledged and, when it is this vCPU's (its timer
+    /// PPI, or one its VM owns), injected, and the guest goes straight back in after its
+    /// WFI. Another interrupt returns to the general path as an IRQ exit (`held`), the
+    /// guest's WFI done (a spurious wake-up, which WFI allows). A WFE, or any other vCPU
+    /// that shares its CPU, goes to the general path untouched: another vCPU may have to
+    /// run while this one waits.
     fn wait<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
-        if !self.alone || esr & ESR_WFX_TI != 0 {
+        if esr & ESR_WFX_TI != 0 || !(self.alone || self.ahead_of_timer()) {
             return Light::General;
         }
         let (shared, vgic) = (self.shared, &mut *self.vgic);
@@ -328,7 +330,11 @@ impl<'a> ShortExit<'a> {
             }
             hw.devices.flush_output(shared.index());
         }
-        console::release_held();
+        // The held console lines wait for the CPU to idle: a vCPU that waits ahead of its
+        // timer holds a CPU another vCPU could use.
+        if self.alone {
+            console::release_held();
+        }
         let idle = self.counters.wfi(start);
         aarch64_cpu::asm::wfi();
         let woke = self.counters.idle(idle);
@@ -344,6 +350,17 @@ impl<'a> ShortExit<'a> {
         self.inject_running(intid);
         self.counters.woke(woke);
         Light::Done
+    }
+
+    /// The vCPU's virtual timer fires within its VM's advance (`timer_advance_ns`): the
+    /// run queue woke it that early (`Vm::timer_deadline`), or it ran on until then, so it
+    /// keeps its CPU and waits for the deadline at EL2, as if alone. The CPU stays its own
+    /// for at most the advance: anything else that arrives meanwhile (another VM's
+    /// interrupt, the EL2 timer) ends the wait and goes to the general path.
+    #[inline]
+    fn ahead_of_timer(&self) -> bool {
+        let advance = self.shared.timer_advance();
+        advance != 0 && timer::virtual_due_within(advance)
     }
 
     /// A data abort taken at `start` that is no console-UART access: a write to one of the

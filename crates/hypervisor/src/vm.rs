@@ -29,6 +29,7 @@ use partita_core::bundle::VmImages;
 use partita_core::config::{Access, EndAction, ResetAction, TimerMode, VmConfig};
 use partita_core::fdt::GuestFdt;
 use partita_core::hypercall::{ret, PowerState};
+use partita_core::sched::ticks_from_nanos;
 use partita_core::trap::MmioAccess;
 use partita_core::vgic::{IntidSet, Vgic};
 
@@ -142,6 +143,9 @@ pub struct Shared {
     /// CNTVOFF_EL2: the physical count when the VM was first built, so its virtual counter
     /// starts near 0 and keeps counting across restarts.
     counter_offset: u64,
+    /// Its `timer_advance_ns` in counter ticks: how long before its virtual timer's deadline
+    /// a blocked vCPU of it takes its CPU back (0: at the deadline).
+    timer_advance: u64,
     /// Physical interrupts the VM owns besides its virtual timer (a passed-through timer's
     /// PPI, its destination-table SPIs), forwarded with the list register's HW bit.
     forwarded: Vec<u32>,
@@ -180,6 +184,12 @@ impl Shared {
 
     pub fn board(&self) -> &'static Board {
         self.board
+    }
+
+    /// Its timer advance in counter ticks (`timer_advance_ns`; 0: none).
+    #[inline]
+    pub fn timer_advance(&self) -> u64 {
+        self.timer_advance
     }
 
     /// Whether physical interrupt `intid` is forwarded to the VM (its virtual timer's PPI
@@ -363,6 +373,7 @@ impl Vm {
             ram: memory.iter().map(|m| m.guest).collect(),
             stage2,
             counter_offset: read_sysreg!("cntpct_el0"),
+            timer_advance: ticks_from_nanos(config.timer_advance_ns, timer::frequency()),
             doorbells: channels.iter().map(|c| (c.id, c.irq)).collect(),
             boots: AtomicU64::new(1),
             vcpus: config
@@ -962,9 +973,23 @@ impl Vm {
         trap::handle(self, exit)
     }
 
-    /// The loaded vCPU's virtual-timer deadline in physical ticks, if its timer is armed.
+    /// When the run queue wakes the loaded vCPU, blocked, by its timer: its virtual-timer
+    /// deadline in physical ticks less the VM's advance (`timer_advance_ns`), if its timer
+    /// is armed. Woken that early, it takes the CPU back from a lower priority and waits for
+    /// the deadline itself at EL2, loaded (`ShortExit::wait`).
     pub fn timer_deadline(&self) -> Option<u64> {
         timer::virtual_deadline(self.shared.counter_offset)
+            .map(|deadline| deadline.saturating_sub(self.shared.timer_advance))
+    }
+
+    /// `timer_deadline` for a vCPU that blocks and stays loaded, when its VM has an advance
+    /// and it is on: the CPU then wakes for it ahead of its timer, as for one switched out.
+    /// `None` without an advance: its own timer PPI wakes it, at the deadline.
+    pub fn early_deadline(&self) -> Option<u64> {
+        if self.shared.timer_advance == 0 || !self.is_on() {
+            return None;
+        }
+        self.timer_deadline()
     }
 
     /// This (switched-out) vCPU's boot of the VM ended as `end`, or another vCPU's did:

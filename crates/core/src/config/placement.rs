@@ -17,6 +17,23 @@ use crate::sched::MAX_VCPUS;
 pub const MIN_SLICE_US: u32 = 100;
 /// Longest round-robin slice: one second.
 pub const MAX_SLICE_US: u32 = 1_000_000;
+/// Longest timer advance (`timer_advance_ns`): 100 us, a tenth of a 1 kHz RTOS tick. A
+/// longer one would hand most of a shared CPU to a VM that only waits.
+pub const MAX_TIMER_ADVANCE_NS: u32 = 100_000;
+/// The timer advance of a real-time VM on the virtual timer that names none: 2 us covers
+/// the switch from a GPOS (about 1.1 us) and a GPOS exit that delays it (up to 1.35 us
+/// beside Linux's interrupt storm, docs/design.md "The timer advance").
+pub const RTOS_TIMER_ADVANCE_NS: u32 = 2_000;
+
+/// The `timer_advance_ns` of a VM of `kind` on `timer` that names none: a real-time VM on
+/// the virtual timer takes its CPU back `RTOS_TIMER_ADVANCE_NS` ahead of its deadline; a
+/// GPOS, or a VM woken by its own passed-through timer, at the deadline.
+pub fn default_timer_advance_ns(kind: VmKind, timer: TimerMode) -> u32 {
+    match (kind, timer) {
+        (VmKind::Rtos, TimerMode::Virtual) => RTOS_TIMER_ADVANCE_NS,
+        _ => 0,
+    }
+}
 
 pub(super) fn validate(cfg: &SystemConfig, board: &Board) -> Result<(), ConfigError> {
     let slice = cfg.board.slice_us;
@@ -120,6 +137,7 @@ fn no_migration_on_gicv2(board: &Board, i: usize, vm: &VmConfig) -> Result<(), C
 }
 
 fn timer(cfg: &SystemConfig, i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
+    timer_advance(i, vm)?;
     if vm.timer != TimerMode::Physical {
         return Ok(());
     }
@@ -140,6 +158,27 @@ fn timer(cfg: &SystemConfig, i: usize, vm: &VmConfig) -> Result<(), ConfigError>
                 cpu_of(vm).unwrap_or(0),
                 other.name
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// The timer advance is bounded, and it acts on the virtual timer, whose deadline Partita
+/// keeps while the VM is switched out: a passed-through physical timer wakes its VM by its
+/// own interrupt only.
+fn timer_advance(i: usize, vm: &VmConfig) -> Result<(), ConfigError> {
+    let advance = vm.timer_advance_ns;
+    let key = || format!("vm[{i}].timer_advance_ns");
+    if advance > MAX_TIMER_ADVANCE_NS {
+        return Err(ConfigError::new(
+            key(),
+            format!("{advance} is out of range: an advance is 0 to {MAX_TIMER_ADVANCE_NS} ns"),
+        ));
+    }
+    if advance > 0 && vm.timer == TimerMode::Physical {
+        return Err(ConfigError::new(
+            key(),
+            "the advance acts on the virtual timer; a VM with timer = \"physical\" is woken by its own timer's interrupt: set timer_advance_ns = 0",
         ));
     }
     Ok(())
@@ -216,6 +255,26 @@ mod tests {
             error(cfg),
             "board.slice_us: 1000001 is out of range: a slice is 100 to 1000000 microseconds"
         );
+    }
+
+    #[test]
+    fn a_timer_advance_is_bounded_and_needs_the_virtual_timer() {
+        let mut cfg = two_vms_on_cpu0();
+        cfg.vms[0].timer_advance_ns = MAX_TIMER_ADVANCE_NS;
+        assert!(validated(cfg.clone()).is_ok());
+        cfg.vms[0].timer_advance_ns = MAX_TIMER_ADVANCE_NS + 1;
+        assert_eq!(
+            error(cfg.clone()),
+            "vm[0].timer_advance_ns: 100001 is out of range: an advance is 0 to 100000 ns"
+        );
+        cfg.vms[0].timer_advance_ns = 2000;
+        cfg.vms[0].timer = TimerMode::Physical;
+        assert_eq!(
+            error(cfg.clone()),
+            "vm[0].timer_advance_ns: the advance acts on the virtual timer; a VM with timer = \"physical\" is woken by its own timer's interrupt: set timer_advance_ns = 0"
+        );
+        cfg.vms[0].timer_advance_ns = 0;
+        assert!(validated(cfg).is_ok());
     }
 
     #[test]

@@ -121,6 +121,13 @@ pub enum SchedError {
     Idle,
 }
 
+/// Counter ticks in `nanos` ns at `counter_hz` (CNTFRQ_EL0), rounded up (a timer advance is
+/// never shorter than configured), saturating instead of overflowing; 0 for 0 ns.
+pub fn ticks_from_nanos(nanos: u32, counter_hz: u64) -> u64 {
+    let ticks = (u128::from(nanos) * u128::from(counter_hz)).div_ceil(1_000_000_000);
+    u64::try_from(ticks).unwrap_or(u64::MAX)
+}
+
 /// Counter ticks in `micros` microseconds at `counter_hz` (CNTFRQ_EL0), at least one tick,
 /// saturating instead of overflowing.
 pub fn ticks_from_micros(micros: u32, counter_hz: u64) -> u64 {

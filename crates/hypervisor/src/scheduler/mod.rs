@@ -430,7 +430,9 @@ impl CpuScheduler {
         if alone {
             vm.load_for_wake();
         }
-        let _ = self.queue.block(vcpu_of(vm), None);
+        // It stays loaded, and its own timer PPI wakes it; with an advance, the CPU wakes
+        // for it that much earlier (`Vm::early_deadline`), as for a vCPU switched out.
+        let _ = self.queue.block(vcpu_of(vm), vm.early_deadline());
         Next::Decide
     }
 

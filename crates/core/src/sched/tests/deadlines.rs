@@ -1,7 +1,7 @@
 //! Timer deadlines of descheduled vCPUs: what goes on the EL2 timer and who wakes when the
 //! counter reaches it.
 
-use super::super::{ticks_from_micros, VcpuState, DEFAULT_SLICE_US};
+use super::super::{ticks_from_micros, ticks_from_nanos, VcpuState, DEFAULT_SLICE_US};
 use super::*;
 
 #[test]
@@ -132,6 +132,20 @@ fn slices_convert_from_microseconds() {
     assert_eq!(ticks_from_micros(1, 1_000_000_000), 1_000);
     assert_eq!(ticks_from_micros(0, 62_500_000), 1, "never an empty slice");
     assert_eq!(ticks_from_micros(u32::MAX, u64::MAX), u64::MAX);
+}
+
+#[test]
+fn timer_advances_convert_from_nanoseconds_rounded_up() {
+    assert_eq!(ticks_from_nanos(0, 62_500_000), 0, "no advance");
+    assert_eq!(ticks_from_nanos(2_000, 62_500_000), 125);
+    assert_eq!(
+        ticks_from_nanos(1, 62_500_000),
+        1,
+        "never shorter than asked"
+    );
+    assert_eq!(ticks_from_nanos(2_001, 62_500_000), 126);
+    assert_eq!(ticks_from_nanos(100_000, 1_000_000_000), 100_000);
+    assert_eq!(ticks_from_nanos(u32::MAX, u64::MAX), u64::MAX);
 }
 
 #[test]

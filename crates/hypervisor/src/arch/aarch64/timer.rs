@@ -43,6 +43,14 @@ pub fn virtual_deadline(counter_offset: u64) -> Option<u64> {
         .then(|| read_sysreg!("cntv_cval_el0").saturating_add(counter_offset))
 }
 
+/// Whether the loaded guest's virtual timer is armed (enabled, its interrupt not masked)
+/// and its deadline is at most `ticks` away, or passed.
+pub fn virtual_due_within(ticks: u64) -> bool {
+    let ctl = read_sysreg!("cntv_ctl_el0");
+    let left = read_sysreg!("cntv_cval_el0").wrapping_sub(read_sysreg!("cntvct_el0"));
+    ctl & (CTL_ENABLE | CTL_IMASK) == CTL_ENABLE && (left as i64) <= ticks as i64
+}
+
 /// Whether the loaded guest's virtual timer asserts its interrupt now.
 pub fn virtual_firing() -> bool {
     read_sysreg!("cntv_ctl_el0") & (CTL_ENABLE | CTL_IMASK | CTL_ISTATUS)
