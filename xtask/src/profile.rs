@@ -150,9 +150,9 @@ pub fn check_probe() -> Result<()> {
     if !profile
         .functions
         .iter()
-        .any(|(name, count)| name == "partita::vm::Vm::enter" && *count > 0)
+        .any(|(name, count)| name == "partita::short_exit::enter" && *count > 0)
     {
-        bail!("partita::vm::Vm::enter is not in the profile");
+        bail!("partita::short_exit::enter is not in the profile");
     }
     Ok(())
 }

@@ -1206,6 +1206,30 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: HOSTILE_OUTLINE,
     },
     Scenario {
+        // The probe VM's attacks on a CPU it shares with FreeRTOS alone, where every switch
+        // between the two is made inside the world switch: its own probes, FreeRTOS's
+        // deadlines and latency budget, Partita intact. The suite's host probes of the
+        // wreck, spinning and resetting VMs do not apply.
+        name: "hostile-pair",
+        boot: Boot::Partita("configs/tests/hostile-pair.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: AFTER_HOSTILE_DONE,
+        timeout_secs: 300,
+        expect: &[
+            Expect::Line("[hostile] hostile: done, * probes, 0 breaches"),
+            Expect::NoLine("[hostile] hostile: probe * BREACH *"),
+            Expect::Line("[partita] vm hostile: powered off"),
+            Expect::Line("[freertos] ivc: the peer's ring is broken (Corrupt); emptied"),
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::AtMost(FREERTOS_RT, "max_ns=", 25_000),
+            Expect::NoLine(FREERTOS_FAULT),
+            Expect::NoLine("[partita] vm hostile: fault*"),
+            Expect::NoLine(PANIC),
+        ],
+    },
+    Scenario {
         // The suite on the GICv2 board (configs/tests/zcu102-hostile.toml): the GICv2
         // probes replace the GICv3 ones, FreeRTOS is the GICv2 build.
         name: crate::hostile::SCENARIO_ZCU102,

@@ -390,7 +390,7 @@ pub enum ShortPath {
     Sgi,
 }
 
-/// The counting of one VM's short exits while its vCPU is entered (`Vm::enter`): each folds
+/// The counting of one VM's short exits while its vCPU is entered (`short_exit::enter`): each folds
 /// its trap, injection and path sample at once (relaxed loads and stores into this CPU's
 /// words); their EL2 time is taken off the guest's when the vCPU's exit leaves the short
 /// path (`finish`).
@@ -436,10 +436,7 @@ impl ShortExits {
     /// path that ends with this entry waits for the guest's entry (`entering`), and its
     /// short exits are counted from now on. This CPU's index and words are found once.
     pub fn entering(vm: usize) -> Self {
-        let now = clock();
-        let at = cpu_index();
-        let (first, start) = entering(at, vm, now);
-        let words = VMS[at].get(vm).map_or(&SPARE[at].0, |w| &w.0);
+        let (words, first, start, now) = Self::entry(vm);
         ShortExits {
             words,
             waiting: first.is_some(),
@@ -451,6 +448,33 @@ impl ShortExits {
             resumed: None,
             answered: None,
         }
+    }
+
+    /// `entering` for VM `vm`'s vCPU into these counts, written in place (a switch inside
+    /// the world switch enters another vCPU with the same short exit: no copy of them).
+    #[inline]
+    pub fn enter(&mut self, vm: usize) {
+        let (words, first, start, now) = Self::entry(vm);
+        self.words = words;
+        self.waiting = first.is_some();
+        self.path = first.and_then(|first| path_words(words, first as usize));
+        self.start = start;
+        self.el2_from = now;
+        self.el2_before = words[Counter::El2Ns as usize].load(Ordering::Relaxed);
+        self.idle = 0;
+        self.resumed = None;
+        self.answered = None;
+    }
+
+    /// An entry of VM `vm`'s vCPU now: its words on this CPU, the path that ends with it
+    /// and that path's start (`entering`), and the clock.
+    #[inline(always)]
+    fn entry(vm: usize) -> (&'static [AtomicU64; WORDS], Option<Counter>, u64, u64) {
+        let now = clock();
+        let at = cpu_index();
+        let (first, start) = entering(at, vm, now);
+        let words = VMS[at].get(vm).map_or(&SPARE[at].0, |w| &w.0);
+        (words, first, start, now)
     }
 
     /// The guest was entered again at `entered` (`GuestRegs::entered`): the waiting sample,

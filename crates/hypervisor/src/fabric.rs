@@ -35,6 +35,7 @@ use partita_core::accel::prr::PrrState;
 use partita_core::accel::{DevId, PrrId, VmId};
 use partita_core::config::SystemConfig;
 use partita_core::counters::PathStats;
+use partita_core::sched::RunQueue;
 use spin::Once;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
@@ -295,6 +296,13 @@ pub fn guest_beat(cpu: usize, now: u64, deadline: Option<u64>) -> Option<u64> {
     };
     let beat = now + f.beat_ticks;
     Some(deadline.map_or(beat, |d| d.min(beat)))
+}
+
+/// Arms CPU `cpu`'s EL2 timer for its run queue's next event (`queue`), or earlier the guest
+/// beat's exit (`guest_beat`), before a vCPU is entered.
+pub fn arm_next_event(cpu: u8, queue: &RunQueue) {
+    let now = timer::now();
+    timer::arm_hyp_timer(guest_beat(usize::from(cpu), now, queue.next_event(now)));
 }
 
 /// Whether `cpu` is the fabric's.

@@ -23,7 +23,7 @@ use crate::vm::Vm;
 pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
     // The call's registers, copied so that a ring may borrow the VM.
     let mut args = [0u64; CALL_REGISTERS];
-    args.copy_from_slice(&vm.vcpu.regs.x[..CALL_REGISTERS]);
+    args.copy_from_slice(&vm.regs.x[..CALL_REGISTERS]);
     let mut local_ring = false;
     let mut states = [PowerState::Off; MAX_CPUS];
     let count = vm.powers(&mut states);
@@ -38,7 +38,7 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
     });
     match response {
         Response::Return { x0, x1 } => {
-            let regs = &mut vm.vcpu.regs.x;
+            let regs = &mut vm.regs.x;
             regs[0] = x0;
             if let Some(x1) = x1 {
                 regs[1] = x1;
@@ -51,7 +51,7 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
             }
         }
         Response::Print(bytes) => {
-            vm.vcpu.regs.x[0] = ret::SUCCESS;
+            vm.regs.x[0] = ret::SUCCESS;
             console::vm_output(vm.index(), bytes.as_slice());
             Outcome::Resume
         }
@@ -60,7 +60,7 @@ pub fn handle(vm: &mut Vm, imm: u16) -> Outcome {
             entry,
             context,
         } => {
-            vm.vcpu.regs.x[0] = vm.cpu_on(vcpu, entry, context);
+            vm.regs.x[0] = vm.cpu_on(vcpu, entry, context);
             Outcome::Resume
         }
         Response::CpuOff => Outcome::Off,

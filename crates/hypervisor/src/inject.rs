@@ -64,7 +64,7 @@ impl Origin {
 
 /// A synchronous external abort on a data access at virtual address `far`.
 pub fn data_abort(vm: &mut Vm, far: u64, write: bool) -> Injected {
-    let origin = Origin::of(vm.vcpu.regs.spsr);
+    let origin = Origin::of(vm.regs.spsr);
     let class = if origin.is_lower_el() {
         ec::DABT_LOWER
     } else {
@@ -80,7 +80,7 @@ pub fn data_abort(vm: &mut Vm, far: u64, write: bool) -> Injected {
 
 /// A synchronous external abort on an instruction fetch at virtual address `far`.
 pub fn prefetch_abort(vm: &mut Vm, far: u64) -> Injected {
-    let origin = Origin::of(vm.vcpu.regs.spsr);
+    let origin = Origin::of(vm.regs.spsr);
     let class = if origin.is_lower_el() {
         ec::IABT_LOWER
     } else {
@@ -100,7 +100,7 @@ pub fn undefined(vm: &mut Vm) -> Injected {
 }
 
 fn deliver(vm: &mut Vm, what: &'static str, esr: u64, far: Option<u64>) -> Injected {
-    let origin = Origin::of(vm.vcpu.regs.spsr);
+    let origin = Origin::of(vm.regs.spsr);
     let vector = read_sysreg!("vbar_el1").wrapping_add(origin.vector_offset());
     if !vector_in_memory(vm, vector) {
         return Injected::NoVector { what, vector };
@@ -109,10 +109,10 @@ fn deliver(vm: &mut Vm, what: &'static str, esr: u64, far: Option<u64>) -> Injec
     if let Some(far) = far {
         write_sysreg!("far_el1", far);
     }
-    write_sysreg!("elr_el1", vm.vcpu.regs.elr);
-    write_sysreg!("spsr_el1", vm.vcpu.regs.spsr);
-    vm.vcpu.regs.elr = vector;
-    vm.vcpu.regs.spsr = SPSR_EL1H_MASKED;
+    write_sysreg!("elr_el1", vm.regs.elr);
+    write_sysreg!("spsr_el1", vm.regs.spsr);
+    vm.regs.elr = vector;
+    vm.regs.spsr = SPSR_EL1H_MASKED;
     Injected::Delivered
 }
 

@@ -1,7 +1,7 @@
 //! The short exit: the frequent exits of the loaded vCPU finished inside the world switch
 //! (`enter_guest`), with the guest's registers saved and the host's not restored, so the
 //! guest goes straight back in without returning to the scheduler's loop, folding the list
-//! registers for nothing or entering again through `Vm::enter`. Each path does what the
+//! registers for nothing or entering again through `enter`. Each path does what the
 //! general one (`trap::handle`, the scheduler's `handle_interrupts`) would do for that exit
 //! and skips only what it can prove unneeded:
 //!
@@ -25,6 +25,12 @@
 //!   guest's caller-saved registers saved (`ShortExitHandler::data_abort`): no class dispatch, a
 //!   dozen registers fewer to save and load. An access naming x19..x29 comes back here with
 //!   every register saved;
+//! - on a CPU shared by two vCPUs (`enter_pair`), the two switches such a CPU makes all the
+//!   time: the EL2 timer's interrupt when the run queue hands the CPU to the other vCPU at
+//!   its deadline (`switch_at_deadline`), and a WFI after which the other vCPU takes over
+//!   (`hand_over`). The vCPU leaves the CPU and the other one is entered without leaving
+//!   the world switch (`switch`, `Light::Switched`), with the run queue's decision and the
+//!   bookkeeping of the general path's exit, switch and entry;
 //! - a write to one of the VM's accelerator interfaces, unconnected (`accelerator`): its
 //!   request to the fabric, when the answer comes at once (connected, or a guest-model write
 //!   dropped); a native-model write that must wait goes to the general path, which blocks
@@ -37,19 +43,20 @@
 use aarch64_cpu::registers::{Readable, ESR_EL2, FAR_EL2, HPFAR_EL2};
 
 use partita_core::hypercall::{respond_local, ret, Response, CALL_REGISTERS};
+use partita_core::sched::RunQueue;
 use partita_core::trap::{device_access, fault_ipa, Register, ICC_SGI1R_EL1, SYSREG_NAME_BITS};
 
 use crate::arch::aarch64::vectors::{
-    CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler, SysregSaved,
+    enter_guest, CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler, SysregSaved,
 };
 use crate::arch::aarch64::{gic, timer};
 use crate::console;
-use crate::counters::{ShortExits, ShortPath};
+use crate::counters::{self, ShortExits, ShortPath, Trap};
 use crate::fabric::{self, Requested};
 use crate::hypercall;
 use crate::uart_exit::{Done, Registers, UartExit};
 use crate::vgic::{Injected, VirtualGic};
-use crate::vm::{inject_expired_timer, update_lines, Hardware, Shared};
+use crate::vm::{inject_expired_timer, update_lines, Hardware, Shared, Vm, VmState};
 
 /// ESR_EL2.EC values the short exit looks at (the vectors send it no other).
 const EC_WFX: u64 = 0x01;
@@ -62,11 +69,10 @@ const ESR_IL: u64 = 1 << 25;
 /// ESR_EL2.ISS.TI of a WFx exit: not a WFI (WFE, or WFIT/WFET).
 const ESR_WFX_TI: u64 = 0b11;
 
-/// One vCPU's short exit while it is entered (`Vm::enter`).
+/// One vCPU's short exit while it is entered (`enter`).
 pub struct ShortExit<'a> {
-    shared: &'a Shared,
-    vgic: &'a mut VirtualGic,
-    vcpu: usize,
+    /// The entered vCPU, but for its registers (the world switch's).
+    vm: &'a mut VmState,
     uart: UartExit,
     counters: ShortExits,
     /// The vCPU is its CPU's only one, and the CPU lent none away: it may wait for an
@@ -74,7 +80,25 @@ pub struct ShortExit<'a> {
     alone: bool,
     /// A physical interrupt acknowledged here that is not this VM's: the scheduler's
     /// interrupt handling takes it before acknowledging any other.
-    pub held: Option<u32>,
+    held: Option<u32>,
+    /// On a CPU shared by two vCPUs, the other one and the run queue (`enter_pair`).
+    pair: Option<Pair<'a>>,
+    /// The register file of the vCPU the last switch put on the CPU (`switched_regs`).
+    switched: *mut GuestRegs,
+}
+
+/// The other vCPU of a CPU shared by two, and the CPU's run queue: what the short exit needs
+/// to hand the CPU from one vCPU to the other inside the world switch (`ShortExit::switch`).
+struct Pair<'a> {
+    /// The vCPU that is not entered, but for its registers ...
+    other: &'a mut VmState,
+    /// ... which are these (the world switch holds the entered one's).
+    other_regs: *mut GuestRegs,
+    queue: &'a mut RunQueue,
+    cpu: u8,
+    /// The entered vCPU is the other one of `enter_pair`'s call: they traded places an odd
+    /// number of times.
+    swapped: bool,
 }
 
 impl ShortExitHandler for ShortExit<'_> {
@@ -99,7 +123,8 @@ impl ShortExitHandler for ShortExit<'_> {
         match self.dispatch(regs, start, exit) {
             Light::Done => Handled::Done,
             Light::Interrupted => Handled::Return(Exit::Irq),
-            Light::General | Light::AllRegisters => Handled::Return(exit),
+            // With every register saved no switch is made (`Registers::switchable`).
+            Light::General | Light::AllRegisters | Light::Switched => Handled::Return(exit),
         }
     }
 
@@ -118,6 +143,11 @@ impl ShortExitHandler for ShortExit<'_> {
         Light::Done
     }
 
+    /// The vCPU the last switch put on the CPU (`switch`).
+    fn switched_regs(&mut self) -> *mut GuestRegs {
+        self.switched
+    }
+
     /// A WFx or SMC with the guest's caller-saved registers only.
     #[inline]
     fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
@@ -130,7 +160,7 @@ impl ShortExitHandler for ShortExit<'_> {
     #[inline]
     fn hypercall(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
         self.counters.settle(regs.entered());
-        match hypercall_local(regs, self.shared, ESR_EL2.get() as u16, false) {
+        match hypercall_local(regs, &self.vm.shared, ESR_EL2.get() as u16, false) {
             Ok(path) => {
                 self.counters.done(start, path);
                 Light::Done
@@ -152,7 +182,7 @@ impl ShortExitHandler for ShortExit<'_> {
     #[inline]
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
         self.counters.settle(regs.entered());
-        let mut hw = self.shared.hardware();
+        let mut hw = self.vm.shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
             Done::No => {
                 drop(hw);
@@ -165,7 +195,12 @@ impl ShortExitHandler for ShortExit<'_> {
             }
             Done::Yes { data_write } => data_write,
             Done::LineChanged { data_write } => {
-                line_changed(self.shared, self.vgic, self.vcpu, &mut hw);
+                line_changed(
+                    &self.vm.shared,
+                    &mut self.vm.vgic,
+                    self.vm.vcpu_index,
+                    &mut hw,
+                );
                 data_write
             }
         };
@@ -176,23 +211,19 @@ impl ShortExitHandler for ShortExit<'_> {
 }
 
 impl<'a> ShortExit<'a> {
-    /// For vCPU `vcpu` of VM `shared` with its virtual GIC `vgic`, whose console UART is at
-    /// `slot` among its devices; `alone`: the vCPU is its CPU's only one.
-    pub fn new(
-        shared: &'a Shared,
-        vgic: &'a mut VirtualGic,
-        vcpu: usize,
-        slot: Option<usize>,
-        alone: bool,
-    ) -> Self {
+    /// For the entered vCPU `vm`, whose console UART is at `slot` among its devices;
+    /// `alone`: the vCPU is its CPU's only one.
+    #[inline(always)]
+    fn new(vm: &'a mut VmState, slot: Option<usize>, alone: bool) -> Self {
+        let index = vm.index();
         ShortExit {
-            shared,
-            vgic,
-            vcpu,
-            uart: UartExit::new(shared.index(), slot),
-            counters: ShortExits::entering(shared.index()),
+            vm,
+            uart: UartExit::new(index, slot),
+            counters: ShortExits::entering(index),
             alone,
             held: None,
+            pair: None,
+            switched: core::ptr::null_mut(),
         }
     }
 
@@ -201,7 +232,12 @@ impl<'a> ShortExit<'a> {
     #[inline(always)]
     fn dispatch<R: Registers>(&mut self, regs: &mut R, start: u64, exit: Exit) -> Light {
         let path = match exit {
-            Exit::Irq => self.interrupt(),
+            Exit::Irq => match self.interrupt() {
+                Err(Light::General) if self.pair.is_some() => {
+                    return self.switch_at_deadline(regs, start)
+                }
+                path => path,
+            },
             Exit::Synchronous => {
                 let esr = ESR_EL2.get();
                 if esr >> 26 == EC_WFX {
@@ -223,7 +259,7 @@ impl<'a> ShortExit<'a> {
     /// A physical IRQ: the loaded vCPU's timer PPI or an interrupt the VM owns is injected.
     #[inline(always)]
     fn interrupt(&mut self) -> Result<ShortPath, Light> {
-        let shared = self.shared;
+        let shared = &*self.vm.shared;
         let intid = gic::acknowledge().ok_or(Light::General)?;
         if intid != shared.board().timer_virt_irq && !shared.owns(intid) {
             self.held = Some(intid);
@@ -239,13 +275,13 @@ impl<'a> ShortExit<'a> {
     /// kicked, and the list registers are chosen again after the general injection.
     #[inline(always)]
     fn inject_running(&mut self, intid: u32) {
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
         let mut hw = shared.hardware();
         match vgic.inject_running(&mut hw.vgic, intid) {
             Injected::Again => {}
-            Injected::Short => shared.kick_touched(&mut hw.vgic, self.vcpu),
+            Injected::Short => shared.kick_touched(&mut hw.vgic, self.vm.vcpu_index),
             Injected::General => {
-                shared.kick_touched(&mut hw.vgic, self.vcpu);
+                shared.kick_touched(&mut hw.vgic, self.vm.vcpu_index);
                 vgic.before_entry(&mut hw.vgic);
             }
         }
@@ -253,7 +289,7 @@ impl<'a> ShortExit<'a> {
 
     #[inline(always)]
     fn synchronous<R: Registers>(&mut self, regs: &mut R, esr: u64) -> Result<ShortPath, Light> {
-        let shared = self.shared;
+        let shared = &*self.vm.shared;
         let len = if esr & ESR_IL != 0 { 4 } else { 2 };
         match esr >> 26 {
             EC_HVC64 => hypercall_local(regs, shared, esr as u16, false),
@@ -283,10 +319,10 @@ impl<'a> ShortExit<'a> {
     /// short injection took a self-SGI.
     #[inline(always)]
     fn send_sgi(&mut self, value: u64) {
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
         let mut hw = shared.hardware();
         let short = vgic.send_sgi(&mut hw.vgic, value);
-        shared.kick_touched(&mut hw.vgic, self.vcpu);
+        shared.kick_touched(&mut hw.vgic, self.vm.vcpu_index);
         if !short {
             vgic.before_entry(&mut hw.vgic);
         }
@@ -305,18 +341,21 @@ impl<'a> ShortExit<'a> {
     /// that shares its CPU, goes to the general path untouched: another vCPU may have to
     /// run while this one waits.
     fn wait<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
-        if esr & ESR_WFX_TI != 0 || !(self.alone || self.ahead_of_timer()) {
+        if esr & ESR_WFX_TI != 0 {
             return Light::General;
         }
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        if !(self.alone || self.ahead_of_timer()) {
+            return self.hand_over(regs, start, esr);
+        }
+        let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
         regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
         {
             let mut hw = shared.hardware();
-            update_lines(shared, vgic, self.vcpu, &mut hw);
-            inject_expired_timer(shared, vgic, self.vcpu, &mut hw);
+            update_lines(shared, vgic, self.vm.vcpu_index, &mut hw);
+            inject_expired_timer(shared, vgic, self.vm.vcpu_index, &mut hw);
             if !vgic.settled_for_short_wait(&mut hw.vgic) {
                 // `has_deliverable` folds the list registers: they are chosen again before
-                // the guest runs on, as `Vm::enter` does after the general path's WFI. A
+                // the guest runs on, as `enter` does after the general path's WFI. A
                 // guest that runs with them folded (stale) would have its progress on them
                 // (acknowledge, EOI) overwritten by the next choice: a timer PPI whose
                 // deactivation is lost stays active and never wakes it again.
@@ -359,7 +398,7 @@ impl<'a> ShortExit<'a> {
     /// interrupt, the EL2 timer) ends the wait and goes to the general path.
     #[inline]
     fn ahead_of_timer(&self) -> bool {
-        let advance = self.shared.timer_advance();
+        let advance = self.vm.shared.timer_advance();
         advance != 0 && timer::virtual_due_within(advance)
     }
 
@@ -383,8 +422,8 @@ impl<'a> ShortExit<'a> {
             None
         };
         let ipa = fault_ipa(HPFAR_EL2.get(), FAR_EL2.get());
-        let home = self.shared.home(self.vcpu);
-        match fabric::request(self.shared.index(), home, ipa, value) {
+        let home = self.vm.shared.home(self.vm.vcpu_index);
+        match fabric::request(self.vm.shared.index(), home, ipa, value) {
             Some(Requested::Retry) => {}
             Some(Requested::Dropped) => regs.advance(access.instruction_len),
             Some(Requested::Waiting) | None => return Light::General,
@@ -397,14 +436,14 @@ impl<'a> ShortExit<'a> {
     /// its access names one of x19..x29).
     #[inline(always)]
     fn device<R: Registers>(&mut self, regs: &mut R) -> Result<ShortPath, Light> {
-        let (shared, vgic) = (self.shared, &mut *self.vgic);
+        let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
         let mut hw = shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
             Done::No => return Err(Light::General),
             Done::Unsaved => return Err(Light::AllRegisters),
             Done::Yes { data_write } => data_write,
             Done::LineChanged { data_write } => {
-                update_lines(shared, vgic, self.vcpu, &mut hw);
+                update_lines(shared, vgic, self.vm.vcpu_index, &mut hw);
                 vgic.before_entry(&mut hw.vgic);
                 data_write
             }
@@ -414,14 +453,149 @@ impl<'a> ShortExit<'a> {
         })
     }
 
-    /// The vCPU's exit leaves the short path, the guest last entered at `entered`
-    /// (`GuestRegs::entered`): its short exits' time is EL2's.
-    /// Returns the interrupt handed over (`held`) and when the guest stopped running for
-    /// the exit (`ShortExits::finish`), its vector's clock being `exited`.
-    pub fn finish(&mut self, entered: u64, exited: u64) -> (Option<u32>, u64) {
-        let exited = self.counters.finish(entered, exited);
-        (self.held, exited)
+    /// The EL2 timer's interrupt, acknowledged (`held`), on a CPU shared by two vCPUs: when
+    /// nothing but the entered vCPU's own timer PPI is pending and the run queue hands the
+    /// CPU to the other vCPU, whose deadline came (`RunQueue::preempt_at_deadline`), the
+    /// interrupt is ended and the switch made here (`switch`), as `CpuScheduler::interrupted`
+    /// makes it. Any other case goes to the general path untouched: another interrupt (which
+    /// may change the decision), a vCPU that is off or being rebuilt, a VM whose preempted
+    /// vCPUs migrate, or a decision that is not just that hand-over.
+    #[inline(never)]
+    fn switch_at_deadline<R: Registers>(&mut self, regs: &mut R, start: u64) -> Light {
+        let board = self.vm.shared.board();
+        let (Some(pair), Some(file)) = (self.pair.as_mut(), regs.switchable()) else {
+            return Light::General;
+        };
+        if self.held != Some(board.timer_hyp_irq)
+            || !pair.other.may_run()
+            || self.vm.migrates()
+            || gic::highest_pending().is_some_and(|intid| intid != board.timer_virt_irq)
+            || pair.queue.preempt_at_deadline(timer::now()).is_none()
+        {
+            return Light::General;
+        }
+        self.held = None;
+        gic::end_of_interrupt(board.timer_hyp_irq);
+        timer::arm_hyp_timer(None);
+        gic::deactivate(board.timer_hyp_irq);
+        self.switch(file, regs.entered(), start, Trap::Irq)
     }
+
+    /// A WFI (ESR_EL2 `esr`, taken at `start`) the short wait does not hold, of the entered
+    /// vCPU of a CPU shared by two: what the general path does for it (`trap::handle`,
+    /// `CpuScheduler::wait`) when the vCPU goes on or the other one takes the CPU
+    /// (`RunQueue::block_and_hand_over`), without leaving the world switch. With an
+    /// interrupt to take, the guest runs on after its WFI, its list registers chosen again
+    /// (`has_deliverable_at_wfi` folds them). Otherwise the CPU goes to the other vCPU
+    /// (`switch`), the blocked one taking its deadline along. The general path takes the
+    /// rest: no ready vCPU to take over (the CPU idles: both wait), one that is off or being
+    /// rebuilt, or a queue in any other state.
+    #[inline(never)]
+    fn hand_over<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
+        let (Some(pair), Some(file)) = (self.pair.as_mut(), regs.switchable()) else {
+            return Light::General;
+        };
+        if !pair.queue.has_ready() || !pair.other.may_run() {
+            return Light::General;
+        }
+        let len = instruction_len(esr);
+        if self.vm.has_deliverable_at_wfi() {
+            self.vm.choose_list_registers();
+            regs.advance(len);
+            self.counters.wfi(start);
+            return Light::Done;
+        }
+        let deadline = self.vm.timer_deadline();
+        if pair
+            .queue
+            .block_and_hand_over(timer::now(), deadline)
+            .is_none()
+        {
+            return Light::General;
+        }
+        regs.advance(len);
+        self.switch(file, regs.entered(), start, Trap::Wfi)
+    }
+
+    /// Hands the CPU to the pair's other vCPU inside the world switch, the run queue having
+    /// decided so: the entered vCPU's exit, taken at `start` with its register file at
+    /// `regs` (entered at `entered`), ends as a `trap` exit ends on the general path
+    /// (`ShortExits::finish`, `VmState::finish_entry`, the trap counted); the vCPU leaves
+    /// the CPU and the other one takes it (as `CpuScheduler::switch_at_deadline` and
+    /// `hand_over` do), the EL2 timer is armed for the queue's next event, and the new
+    /// vCPU's entry is prepared as `enter` prepares one. The world switch then saves the
+    /// rest of the old registers and enters the new ones (`Light::Switched`).
+    fn switch(&mut self, regs: *mut GuestRegs, entered: u64, start: u64, trap: Trap) -> Light {
+        let Some(pair) = self.pair.as_mut() else {
+            return Light::General;
+        };
+        let exited = self.counters.finish(entered, start);
+        self.vm.finish_entry(None, exited);
+        counters::trap(self.vm.index(), trap);
+        self.vm.switch_out();
+        core::mem::swap(&mut self.vm, &mut pair.other);
+        self.switched = core::mem::replace(&mut pair.other_regs, regs);
+        pair.swapped = !pair.swapped;
+        self.vm.switch_in(pair.cpu);
+        let index = self.vm.index();
+        counters::switched_in(index);
+        fabric::arm_next_event(pair.cpu, pair.queue);
+        let slot = self.vm.prepare_entry();
+        self.uart = UartExit::new(index, slot);
+        self.counters.enter(index);
+        Light::Switched
+    }
+
+    /// The vCPU's exit leaves the short path for the general one, its registers `regs`
+    /// (`VmState::finish_entry`).
+    fn finish(&mut self, regs: &GuestRegs) {
+        let exited = self.counters.finish(regs.entered, regs.exited);
+        self.vm.finish_entry(self.held, exited);
+    }
+}
+
+/// Enters `vm`'s vCPU, loaded on this CPU, until an exit the scheduler must see: the
+/// frequent exits (its timer PPI or an interrupt it owns, a hypercall that needs no
+/// scheduler, a self-SGI, an access to the VM's console UART) are finished by the world
+/// switch's short exit and the vCPU goes straight back (`ShortExit`); `alone`: it is its
+/// CPU's only vCPU, so a WFI may wait at EL2 inside the exit. What the VM's UARTs
+/// transmitted and its console has not had yet goes there when it returns.
+pub fn enter(vm: &mut Vm, alone: bool) -> Exit {
+    let (regs, parts) = vm.split();
+    let slot = parts.prepare_entry();
+    let mut short = ShortExit::new(parts, slot, alone);
+    let exit = enter_guest(regs, &mut short);
+    short.finish(regs);
+    exit
+}
+
+/// `enter` for `vms[at]` on a CPU shared by the two vCPUs of `vms`, with the other one and
+/// the CPU's run queue `queue` at hand: the two switches such a CPU makes all the time (the
+/// real-time VM's deadline preempting the GPOS, the real-time VM's WFI handing the CPU back)
+/// are made inside the world switch (`ShortExit::switch_at_deadline`, `hand_over`).
+/// Returns the exit and the position in `vms` of the vCPU entered then. Not two vCPUs:
+/// `enter` for `vms[at]`.
+pub fn enter_pair(vms: &mut [Vm], at: usize, queue: &mut RunQueue, cpu: u8) -> (Exit, usize) {
+    let (first, second) = vms.split_at_mut(1);
+    let (Some(a), [b]) = (first.first_mut(), second) else {
+        return (enter(&mut vms[at], false), at);
+    };
+    let (entered, other) = if at == 0 { (a, b) } else { (b, a) };
+    let (regs, parts) = entered.split();
+    let (other_regs, other) = other.split();
+    let slot = parts.prepare_entry();
+    let mut short = ShortExit::new(parts, slot, false);
+    short.pair = Some(Pair {
+        other,
+        other_regs: core::ptr::from_mut(&mut *other_regs),
+        queue,
+        cpu,
+        swapped: false,
+    });
+    let exit = enter_guest(regs, &mut short);
+    let swapped = short.pair.as_ref().is_some_and(|p| p.swapped);
+    short.finish(if swapped { other_regs } else { regs });
+    (exit, if swapped { 1 - at } else { at })
 }
 
 /// The register of a trapped system register access (ESR_EL2 `esr`) that is an

@@ -121,14 +121,14 @@ fn counted(cause: &TrapCause) -> Trap {
 /// hardware, trapped by MDCR_EL2) read as zero and ignore writes; anything else is undefined.
 fn system_register(vm: &mut Vm, access: SysregAccess, len: u64) -> Outcome {
     if access.id == ICC_SGI1R_EL1 && !access.read {
-        let value = vm.vcpu.reg(access.register);
+        let value = vm.regs.get(access.register);
         vm.send_sgi(value);
         counters::injected(vm.index());
         return skip(vm, len);
     }
     if access.id.is_debug_or_pmu() {
         if access.read {
-            vm.vcpu.set_reg(access.register, 0);
+            vm.regs.set(access.register, 0);
         }
         return skip(vm, len);
     }
@@ -138,7 +138,7 @@ fn system_register(vm: &mut Vm, access: SysregAccess, len: u64) -> Outcome {
 
 /// Steps over the trapped instruction.
 fn skip(vm: &mut Vm, len: u64) -> Outcome {
-    vm.vcpu.regs.elr = vm.vcpu.regs.elr.wrapping_add(len);
+    vm.regs.elr = vm.regs.elr.wrapping_add(len);
     Outcome::Resume
 }
 
@@ -147,7 +147,7 @@ fn reflect(vm: &mut Vm, injected: Injected) -> Outcome {
         Injected::Delivered => Outcome::Resume,
         Injected::NoVector { what, vector } => vm.fault(format_args!(
             "{what} at pc {:#x}, but its vector {vector:#x} is not in the VM's memory",
-            vm.vcpu.regs.elr
+            vm.regs.elr
         )),
     }
 }
@@ -161,7 +161,7 @@ fn data_abort(vm: &mut Vm, abort: DataAbort, len: u64) -> Outcome {
         let value = abort
             .access
             .filter(|a| a.size.mask() == u64::from(u32::MAX))
-            .map(|a| vm.vcpu.reg(a.register) as u32);
+            .map(|a| vm.regs.get(a.register) as u32);
         match fabric::request(vm.index(), vm.home(), ipa, value) {
             Some(Requested::Retry) => return Outcome::Resume,
             Some(Requested::Dropped) => return skip(vm, len),

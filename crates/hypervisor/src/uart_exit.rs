@@ -32,6 +32,11 @@ pub trait Registers {
     fn advance(&mut self, len: u64);
     /// x0..x18, which are always saved.
     fn caller_saved(&mut self) -> &mut [u64];
+    /// The EL2 clock just before the guest was last entered (`GuestRegs::entered`).
+    fn entered(&self) -> u64;
+    /// The register file, when the world switch can enter another vCPU from this exit (a
+    /// light entry's: `Light::Switched`); `None` with every register saved.
+    fn switchable(&mut self) -> Option<*mut GuestRegs>;
 }
 
 impl Registers for GuestRegs {
@@ -50,6 +55,14 @@ impl Registers for GuestRegs {
     #[inline]
     fn caller_saved(&mut self) -> &mut [u64] {
         self.caller_saved_mut()
+    }
+    #[inline]
+    fn entered(&self) -> u64 {
+        self.entered
+    }
+    #[inline]
+    fn switchable(&mut self) -> Option<*mut GuestRegs> {
+        None
     }
 }
 
@@ -70,9 +83,17 @@ impl Registers for CallerSaved {
     fn caller_saved(&mut self) -> &mut [u64] {
         CallerSaved::caller_saved(self)
     }
+    #[inline]
+    fn entered(&self) -> u64 {
+        CallerSaved::entered(self)
+    }
+    #[inline]
+    fn switchable(&mut self) -> Option<*mut GuestRegs> {
+        Some(core::ptr::from_mut(self).cast::<GuestRegs>())
+    }
 }
 
-/// One VM's short exit for UART accesses while one of its vCPUs is entered (`Vm::enter`).
+/// One VM's short exit for UART accesses while one of its vCPUs is entered (`short_exit::enter`).
 pub struct UartExit {
     vm: usize,
     /// Where the VM's console UART is among its devices (`Devices::console_slot`).

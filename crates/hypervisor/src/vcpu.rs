@@ -1,6 +1,7 @@
-//! A virtual CPU: general registers and ELR/SPSR (in `GuestRegs`, moved by the world switch),
-//! the FP/SIMD registers (`FpState`) and the EL1 system registers (`El1Context`), both moved
-//! when the vCPU takes or leaves a physical CPU, plus the EL2 controls that confine it.
+//! A virtual CPU: the FP/SIMD registers (`FpState`) and the EL1 system registers
+//! (`El1Context`), both moved when the vCPU takes or leaves a physical CPU, plus the EL2
+//! controls that confine it. Its general registers and ELR/SPSR (`GuestRegs`) are its VM's
+//! (`Vm`), apart, because the world switch moves them while the rest of the vCPU is worked on.
 //!
 //! This module sets up and switches vCPU state; it must never decide what a trap means.
 
@@ -10,7 +11,7 @@ use partita_core::vgic::Affinity;
 use crate::arch::aarch64::fp::FpState;
 use crate::arch::aarch64::gic_hyp::VirtualCpuInterface;
 use crate::arch::aarch64::sysreg::{read_sysreg, write_sysreg, El1Context, PauthKeys};
-use crate::arch::aarch64::vectors::{enter_guest, Exit, GuestRegs, ShortExitHandler};
+use crate::arch::aarch64::vectors::GuestRegs;
 
 /// SPSR for the first entry: EL1h with D, A, I and F masked.
 const SPSR_EL1H_MASKED: u64 = 0x3c5;
@@ -67,7 +68,6 @@ pub struct Vcpu {
     mpidr: u64,
     /// HCR_EL2 while it runs.
     hcr: u64,
-    pub regs: GuestRegs,
     pub el1: El1Context,
     fp: FpState,
     /// Its pointer-authentication keys, moved with it when the CPU has them (`None`
@@ -78,27 +78,13 @@ pub struct Vcpu {
 }
 
 impl Vcpu {
-    /// vCPU `index` of a VM with `vcpus` vCPUs, about to run from `entry` at EL1h, MMU off,
-    /// with `x0` (the device tree, or CPU_ON's context id) and x1..x30 = 0. A VM with
-    /// several vCPUs keeps WFE untrapped: its vCPUs wait there for each other's SEV (a
-    /// spinning lock), and any physical interrupt still ends the wait and reaches EL2.
-    pub fn new(
-        index: usize,
-        vcpus: usize,
-        entry: u64,
-        x0: u64,
-        physical_timer: PhysicalTimer,
-    ) -> Self {
-        let mut regs = GuestRegs {
-            elr: entry,
-            spsr: SPSR_EL1H_MASKED,
-            ..GuestRegs::default()
-        };
-        regs.x[0] = x0;
+    /// vCPU `index` of a VM with `vcpus` vCPUs, fresh (its registers: `GuestRegs::at_entry`).
+    /// A VM with several vCPUs keeps WFE untrapped: its vCPUs wait there for each other's
+    /// SEV (a spinning lock), and any physical interrupt still ends the wait and reaches EL2.
+    pub fn new(index: usize, vcpus: usize, physical_timer: PhysicalTimer) -> Self {
         Vcpu {
             mpidr: MPIDR_RES1 | Affinity::of_vcpu(index).mpidr(),
             hcr: if vcpus > 1 { hcr() & !HCR_TWE } else { hcr() },
-            regs,
             el1: El1Context::reset(),
             fp: FpState::default(),
             pauth_keys: has_pauth().then(PauthKeys::default),
@@ -147,11 +133,6 @@ impl Vcpu {
         write_sysreg!("cntv_ctl_el0", 0);
         write_sysreg!("hcr_el2", HCR_NO_GUEST);
     }
-
-    /// Runs the guest until its next exit that `short` does not finish (`enter_guest`).
-    pub fn run(&mut self, short: &mut impl ShortExitHandler) -> Exit {
-        enter_guest(&mut self.regs, short)
-    }
 }
 
 /// Whether this CPU implements pointer authentication.
@@ -172,19 +153,20 @@ fn hcr() -> u64 {
     }
 }
 
-impl Vcpu {
-    /// The value of a register named by an instruction (XZR reads as zero).
-    pub fn reg(&self, r: Register) -> u64 {
-        self.regs.get(r)
-    }
-
-    /// Writes a register named by an instruction (writes to XZR are discarded).
-    pub fn set_reg(&mut self, r: Register, value: u64) {
-        self.regs.set(r, value);
-    }
-}
-
 impl GuestRegs {
+    /// A vCPU's registers before its first instruction: at `entry` in EL1h with D, A, I
+    /// and F masked, MMU off, `x0` (the device tree, or CPU_ON's context id) and x1..x30 =
+    /// 0.
+    pub fn at_entry(entry: u64, x0: u64) -> Self {
+        let mut regs = GuestRegs {
+            elr: entry,
+            spsr: SPSR_EL1H_MASKED,
+            ..GuestRegs::default()
+        };
+        regs.x[0] = x0;
+        regs
+    }
+
     /// The value of a register named by an instruction (XZR reads as zero).
     #[inline]
     pub fn get(&self, r: Register) -> u64 {

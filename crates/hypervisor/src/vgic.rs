@@ -413,6 +413,14 @@ impl VirtualGic {
     #[inline(never)]
     fn choose(&mut self, model: &mut Vgic) {
         self.stale = false;
+        if !self.parked && self.loaded == 0 && model.choose_idle(self.vcpu).unwrap_or(false) {
+            // Nothing to fold or to choose, and every list register empty already (emptied
+            // when the vCPU left, or never loaded): only the interface is enabled. `lrs` is
+            // all 0 as the list registers (`unload`).
+            self.hcr = 0;
+            gic_hyp::set_hcr(ICH_HCR_EN);
+            return;
+        }
         if core::mem::take(&mut self.parked) && model.unchanged_since_choice(self.vcpu) {
             // Switched in again and nothing changed in the model since the vCPU left: its
             // list registers go back as it left them, still the model's live ones.

@@ -38,7 +38,7 @@ use crate::arch::aarch64::gic;
 use crate::arch::aarch64::stage2::Stage2Map;
 use crate::arch::aarch64::sysreg::read_sysreg;
 use crate::arch::aarch64::timer;
-use crate::arch::aarch64::vectors::Exit;
+use crate::arch::aarch64::vectors::{Exit, GuestRegs};
 use crate::console;
 use crate::counters;
 use crate::devices::Devices;
@@ -48,7 +48,6 @@ use crate::ivc;
 use crate::memory::{self, GuestMemory};
 use crate::println;
 use crate::seed;
-use crate::short_exit::ShortExit;
 use crate::system::{Stop, System};
 use crate::trap::{self, Outcome};
 use crate::vcpu::{PhysicalTimer, Vcpu};
@@ -298,18 +297,41 @@ impl Rebuild {
     }
 }
 
-/// One vCPU of a VM, as the physical CPU it is placed on holds it.
+/// One vCPU of a VM, as the physical CPU it is placed on holds it: its register file, which
+/// the world switch moves, and the rest (`VmState`), apart, so that the short exit works on
+/// the rest while the world switch holds the registers (`split`). Everything but the
+/// registers is `VmState`'s, reached through `Deref`.
 pub struct Vm {
-    shared: Arc<Shared>,
+    /// Its general registers and ELR/SPSR.
+    pub regs: GuestRegs,
+    state: VmState,
+}
+
+impl core::ops::Deref for Vm {
+    type Target = VmState;
+    fn deref(&self) -> &VmState {
+        &self.state
+    }
+}
+
+impl core::ops::DerefMut for Vm {
+    fn deref_mut(&mut self) -> &mut VmState {
+        &mut self.state
+    }
+}
+
+/// A vCPU of this CPU but for its register file (`Vm`).
+pub struct VmState {
+    pub(crate) shared: Arc<Shared>,
     /// Its index among the VM's vCPUs.
-    vcpu_index: usize,
+    pub(crate) vcpu_index: usize,
     /// What the vCPU may do with the EL1 physical timer, from the configuration.
     physical_timer: PhysicalTimer,
     /// The physical virtual-timer PPI was active (forwarded, not yet deactivated by the
     /// guest) when the vCPU left the CPU; it is made active again when it comes back.
     timer_ppi_active: bool,
-    pub vcpu: Vcpu,
-    vgic: VirtualGic,
+    vcpu: Vcpu,
+    pub(crate) vgic: VirtualGic,
     /// A physical interrupt the short exit acknowledged at the last exit and did not handle
     /// (`take_acknowledged`).
     acknowledged: Option<u32>,
@@ -441,26 +463,194 @@ impl Vm {
         let board = shared.board;
         let vcpus = shared.vcpus.len();
         Vm {
-            shared,
-            vcpu_index: vcpu,
-            physical_timer,
-            timer_ppi_active: false,
-            vcpu: Vcpu::new(vcpu, vcpus, 0, 0, physical_timer),
-            vgic: VirtualGic::new(board, vcpu, vcpus),
-            acknowledged: None,
-            builder: None,
+            regs: GuestRegs::at_entry(0, 0),
+            state: VmState {
+                shared,
+                vcpu_index: vcpu,
+                physical_timer,
+                timer_ppi_active: false,
+                vcpu: Vcpu::new(vcpu, vcpus, physical_timer),
+                vgic: VirtualGic::new(board, vcpu, vcpus),
+                acknowledged: None,
+                builder: None,
+            },
         }
-    }
-
-    /// The VM all its vCPUs share (for the CPUs of its other vCPUs).
-    pub fn shared(&self) -> Arc<Shared> {
-        self.shared.clone()
     }
 
     /// Builds the VM's memory for a boot in one go (before any VM of the CPU runs).
     fn load(&mut self) {
         self.begin_load();
         while !self.rebuild_step() {}
+    }
+
+    /// Rebuilds the next piece of the VM's memory; true when the VM is ready to start (its
+    /// devices, virtual GIC and vCPU 0 are then fresh too, its other vCPUs off).
+    pub fn rebuild_step(&mut self) -> bool {
+        let shared = self.state.shared.clone();
+        let Some(builder) = self.state.builder.as_mut() else {
+            return true;
+        };
+        let Some(rebuild) = builder.rebuild.as_mut() else {
+            return true;
+        };
+        if !crate::fabric::quiet(shared.index) {
+            return false;
+        }
+        if let Some(m) = builder.memory.get_mut(rebuild.region) {
+            let blobs = rebuild.blobs(shared.config, &builder.images);
+            let at = m.guest.base + rebuild.offset;
+            let copies = blobs.iter().any(|&(blob, bytes)| {
+                !bytes.is_empty() && blob < at + REBUILD_PIECE && at < blob + bytes.len() as u64
+            });
+            let piece = if copies { COPY_PIECE } else { REBUILD_PIECE };
+            m.rebuild(at, piece, &blobs);
+            rebuild.offset += piece;
+            if rebuild.offset >= m.guest.size {
+                rebuild.region += 1;
+                rebuild.offset = 0;
+            }
+            // Under QEMU's -icount round robin a CPU keeps its turn until it exits, yields
+            // or arms a timer: building a large VM at EL2 (a Linux of 288 MiB: about 66 ms)
+            // would hold every other CPU, an RTOS's too (docs/accelerators.md). A hint, with
+            // no effect on hardware.
+            crate::lock::yield_cpu();
+            return false;
+        }
+        builder.rebuild = None;
+        memory::sync_instruction_cache();
+        let boots = shared.boots.load(Ordering::Relaxed);
+        {
+            let mut hw = shared.hw.lock();
+            hw.devices = Devices::new(&shared.config.devices, boots);
+            hw.vgic = vgic::model(shared.board, shared.vcpus.len(), &shared.forwarded);
+        }
+        self.state.release_interrupts();
+        self.state.timer_ppi_active = false;
+        shared.stage2.forget_translations();
+        let load = shared.config.load_address().unwrap_or(0);
+        let dtb = shared.config.dtb_address().unwrap_or(0);
+        self.state.vcpu = Vcpu::new(0, shared.vcpus.len(), self.state.physical_timer);
+        self.regs = GuestRegs::at_entry(load, dtb);
+        for vcpu in 1..shared.vcpus.len() {
+            shared.set_power(vcpu, OFF);
+        }
+        shared.set_power(0, ON);
+        shared.ending.store(BootEnd::NONE, Ordering::Release);
+        if boots > 1 {
+            self.state.announce_start();
+        }
+        true
+    }
+
+    /// Where this vCPU goes when a higher-priority VM preempts it on its home CPU: the home
+    /// CPU of the next vCPU of its VM, if the VM migrates (`migrate = true`), the vCPU is on
+    /// and was running at EL1 (SPSR_EL2.M: the guest's kernel, which may hold a lock its
+    /// other vCPUs wait for), and no boot end is in progress. `None`: it stays.
+    pub fn migration_target(&self) -> Option<u8> {
+        if !self.migrates() {
+            return None;
+        }
+        let at_el1 = self.regs.spsr & 0b1_1100 == 0b0_0100;
+        if !at_el1 || !self.is_on() || self.ending() || self.rebuilding() {
+            return None;
+        }
+        let next = (self.vcpu_index + 1) % self.shared.vcpus.len();
+        self.shared
+            .vcpus
+            .get(next)
+            .map(|v| v.home)
+            .filter(|&cpu| cpu != self.home())
+    }
+
+    /// A CPU_ON for this vCPU was accepted: it starts afresh at the entry point with x0 =
+    /// the context id; true when it did.
+    pub fn start_if_pending(&mut self) -> bool {
+        let Some(control) = self.state.shared.vcpus.get(self.state.vcpu_index) else {
+            return false;
+        };
+        if control.power.load(Ordering::Acquire) != ON_PENDING
+            || self.state.shared.ending().is_some()
+        {
+            return false;
+        }
+        let entry = control.entry.load(Ordering::Relaxed);
+        let context = control.context.load(Ordering::Relaxed);
+        let vcpus = self.state.shared.vcpus.len();
+        self.state.vcpu = Vcpu::new(self.state.vcpu_index, vcpus, self.state.physical_timer);
+        self.regs = GuestRegs::at_entry(entry, context);
+        control.power.store(ON, Ordering::Release);
+        true
+    }
+
+    /// Performs a trapped load or store at `ipa` on the device model or virtual GIC window
+    /// that claims it; false when none does or the model refuses it.
+    pub fn mmio(&mut self, ipa: u64, access: MmioAccess, write: bool) -> bool {
+        let mut guard = self.state.shared.hw.lock();
+        let hw = &mut *guard;
+        let gic = self.state.vgic.claims(ipa);
+        if !gic && !hw.devices.claims(ipa) {
+            return false;
+        }
+        let index = self.state.shared.index;
+        let done = if write {
+            let value = self.regs.get(access.register) & access.size.mask();
+            if gic {
+                self.state
+                    .vgic
+                    .write(&mut hw.vgic, ipa, access.size, value)
+                    .is_ok()
+            } else {
+                match hw.devices.write(index, ipa, access.size, value) {
+                    Ok(raise) => {
+                        if let Some(intid) = raise {
+                            self.state.raise_owned_spi(intid);
+                        }
+                        counters::device_access();
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+        } else {
+            let read = if gic {
+                self.state.vgic.read(&mut hw.vgic, ipa, access.size)
+            } else {
+                hw.devices.read(ipa, access.size)
+            };
+            match read {
+                Ok(raw) => {
+                    self.regs.set(access.register, access.load_value(raw));
+                    if !gic {
+                        counters::device_access();
+                    }
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        self.state
+            .shared
+            .kick_touched(&mut hw.vgic, self.state.vcpu_index);
+        done
+    }
+
+    /// The vCPU's register file and the rest of it, apart: the world switch holds the
+    /// registers while the short exit works on the rest.
+    #[inline]
+    pub fn split(&mut self) -> (&mut GuestRegs, &mut VmState) {
+        (&mut self.regs, &mut self.state)
+    }
+
+    /// Handles one exit of the loaded vCPU.
+    pub fn handle(&mut self, exit: Exit) -> Outcome {
+        trap::handle(self, exit)
+    }
+}
+
+impl VmState {
+    /// The VM all its vCPUs share (for the CPUs of its other vCPUs).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// Starts rebuilding the VM for a boot: its memory is cleared and the image, initrd and
@@ -501,64 +691,6 @@ impl Vm {
         self.builder.as_ref().is_some_and(|b| b.rebuild.is_some())
     }
 
-    /// Rebuilds the next piece of the VM's memory; true when the VM is ready to start (its
-    /// devices, virtual GIC and vCPU 0 are then fresh too, its other vCPUs off).
-    pub fn rebuild_step(&mut self) -> bool {
-        let shared = self.shared.clone();
-        let Some(builder) = self.builder.as_mut() else {
-            return true;
-        };
-        let Some(rebuild) = builder.rebuild.as_mut() else {
-            return true;
-        };
-        if !crate::fabric::quiet(shared.index) {
-            return false;
-        }
-        if let Some(m) = builder.memory.get_mut(rebuild.region) {
-            let blobs = rebuild.blobs(shared.config, &builder.images);
-            let at = m.guest.base + rebuild.offset;
-            let copies = blobs.iter().any(|&(blob, bytes)| {
-                !bytes.is_empty() && blob < at + REBUILD_PIECE && at < blob + bytes.len() as u64
-            });
-            let piece = if copies { COPY_PIECE } else { REBUILD_PIECE };
-            m.rebuild(at, piece, &blobs);
-            rebuild.offset += piece;
-            if rebuild.offset >= m.guest.size {
-                rebuild.region += 1;
-                rebuild.offset = 0;
-            }
-            // Under QEMU's -icount round robin a CPU keeps its turn until it exits, yields
-            // or arms a timer: building a large VM at EL2 (a Linux of 288 MiB: about 66 ms)
-            // would hold every other CPU, an RTOS's too (docs/accelerators.md). A hint, with
-            // no effect on hardware.
-            crate::lock::yield_cpu();
-            return false;
-        }
-        builder.rebuild = None;
-        memory::sync_instruction_cache();
-        let boots = shared.boots.load(Ordering::Relaxed);
-        {
-            let mut hw = shared.hw.lock();
-            hw.devices = Devices::new(&shared.config.devices, boots);
-            hw.vgic = vgic::model(shared.board, shared.vcpus.len(), &shared.forwarded);
-        }
-        self.release_interrupts();
-        self.timer_ppi_active = false;
-        shared.stage2.forget_translations();
-        let load = shared.config.load_address().unwrap_or(0);
-        let dtb = shared.config.dtb_address().unwrap_or(0);
-        self.vcpu = Vcpu::new(0, shared.vcpus.len(), load, dtb, self.physical_timer);
-        for vcpu in 1..shared.vcpus.len() {
-            shared.set_power(vcpu, OFF);
-        }
-        shared.set_power(0, ON);
-        shared.ending.store(BootEnd::NONE, Ordering::Release);
-        if boots > 1 {
-            self.announce_start();
-        }
-        true
-    }
-
     /// Ends what the previous boot left behind on the physical interrupts the VM owns: an
     /// interrupt it never deactivated, a passed-through timer still counting down.
     fn release_interrupts(&self) {
@@ -583,26 +715,6 @@ impl Vm {
     /// The physical CPU this vCPU is placed on by the configuration.
     pub fn home(&self) -> u8 {
         self.shared.home(self.vcpu_index)
-    }
-
-    /// Where this vCPU goes when a higher-priority VM preempts it on its home CPU: the home
-    /// CPU of the next vCPU of its VM, if the VM migrates (`migrate = true`), the vCPU is on
-    /// and was running at EL1 (SPSR_EL2.M: the guest's kernel, which may hold a lock its
-    /// other vCPUs wait for), and no boot end is in progress. `None`: it stays.
-    pub fn migration_target(&self) -> Option<u8> {
-        if !self.migrates() {
-            return None;
-        }
-        let at_el1 = self.vcpu.regs.spsr & 0b1_1100 == 0b0_0100;
-        if !at_el1 || !self.is_on() || self.ending() || self.rebuilding() {
-            return None;
-        }
-        let next = (self.vcpu_index + 1) % self.shared.vcpus.len();
-        self.shared
-            .vcpus
-            .get(next)
-            .map(|v| v.home)
-            .filter(|&cpu| cpu != self.home())
     }
 
     /// Whether its VM's vCPUs migrate when preempted (`migrate = true`).
@@ -653,23 +765,6 @@ impl Vm {
             .vcpus
             .get(self.vcpu_index)
             .is_some_and(|v| v.kicked.swap(false, Ordering::Acquire))
-    }
-
-    /// A CPU_ON for this vCPU was accepted: it starts afresh at the entry point with x0 =
-    /// the context id; true when it did.
-    pub fn start_if_pending(&mut self) -> bool {
-        let Some(control) = self.shared.vcpus.get(self.vcpu_index) else {
-            return false;
-        };
-        if control.power.load(Ordering::Acquire) != ON_PENDING || self.shared.ending().is_some() {
-            return false;
-        }
-        let entry = control.entry.load(Ordering::Relaxed);
-        let context = control.context.load(Ordering::Relaxed);
-        let vcpus = self.shared.vcpus.len();
-        self.vcpu = Vcpu::new(self.vcpu_index, vcpus, entry, context, self.physical_timer);
-        control.power.store(ON, Ordering::Release);
-        true
     }
 
     /// PSCI CPU_ON of this VM's vCPU `vcpu` (off: `respond` checked it) at `entry` with
@@ -804,55 +899,6 @@ impl Vm {
         update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
     }
 
-    /// Performs a trapped load or store at `ipa` on the device model or virtual GIC window
-    /// that claims it; false when none does or the model refuses it.
-    pub fn mmio(&mut self, ipa: u64, access: MmioAccess, write: bool) -> bool {
-        let mut guard = self.shared.hw.lock();
-        let hw = &mut *guard;
-        let gic = self.vgic.claims(ipa);
-        if !gic && !hw.devices.claims(ipa) {
-            return false;
-        }
-        let index = self.shared.index;
-        let done = if write {
-            let value = self.vcpu.reg(access.register) & access.size.mask();
-            if gic {
-                self.vgic
-                    .write(&mut hw.vgic, ipa, access.size, value)
-                    .is_ok()
-            } else {
-                match hw.devices.write(index, ipa, access.size, value) {
-                    Ok(raise) => {
-                        if let Some(intid) = raise {
-                            self.raise_owned_spi(intid);
-                        }
-                        counters::device_access();
-                        true
-                    }
-                    Err(_) => false,
-                }
-            }
-        } else {
-            let read = if gic {
-                self.vgic.read(&mut hw.vgic, ipa, access.size)
-            } else {
-                hw.devices.read(ipa, access.size)
-            };
-            match read {
-                Ok(raw) => {
-                    self.vcpu.set_reg(access.register, access.load_value(raw));
-                    if !gic {
-                        counters::device_access();
-                    }
-                    true
-                }
-                Err(_) => false,
-            }
-        };
-        self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
-        done
-    }
-
     /// Whether `len` bytes at guest-physical `ipa` are inside the VM's RAM.
     pub fn is_ram(&self, ipa: u64, len: u64) -> bool {
         self.shared
@@ -872,90 +918,6 @@ impl Vm {
         );
     }
 
-    /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
-    /// that expired while it was away is injected at once, its physical PPI made active as
-    /// if it had been forwarded, so the guest takes it on entry without another exit.
-    pub fn switch_in(&mut self, cpu: u8) {
-        self.shared.stage2.activate();
-        // Another vCPU of the VM ran here last (a migrated one, or this one's host): the
-        // TLBs of this CPU may hold its stage-1 entries under the same VMID and ASIDs.
-        if let Some(last) = self.shared.last_ran.get(usize::from(cpu)) {
-            let me = self.vcpu_index as u8;
-            // Only this CPU writes its own entry: no atomic swap needed.
-            if last.load(Ordering::Relaxed) != me {
-                last.store(me, Ordering::Relaxed);
-                self.shared.stage2.forget_local_translations();
-            }
-        }
-        self.vcpu.load(self.shared.counter_offset);
-        let ppi = self.shared.board.timer_virt_irq;
-        if self.timer_ppi_active {
-            gic::set_active_ppi(self.shared.board, ppi);
-        } else if timer::virtual_firing() {
-            // Its virtual timer expired while it was away: injected now, the PPI made active
-            // as if forwarded. No look at the PPI's active state first (as at a WFI,
-            // `has_deliverable_at_wfi`): the vCPU that left the CPU took it with it
-            // (`switch_out`), and nothing acknowledges the PPI while no vCPU is loaded.
-            {
-                let mut hw = self.shared.hw.lock();
-                self.vgic.inject_switched_in(&mut hw.vgic, ppi);
-                self.shared.kick_touched(&mut hw.vgic, self.vcpu_index);
-            }
-            counters::injected(self.shared.index);
-            gic::set_active_ppi(self.shared.board, ppi);
-        }
-    }
-
-    /// WFI of the loaded vCPU: its device lines and console input are brought up to date,
-    /// its expired virtual timer is injected if its physical PPI was not forwarded (not
-    /// active; the PPI is then made active as if it had been, so it is not taken again
-    /// before the guest deactivates it: the GIC may not have signalled it yet, and QEMU's
-    /// GIC-400 does not re-signal a pending PPI that a guest's deactivation through a HW list
-    /// register made inactive, so a guest idling then would wait for it forever). True when
-    /// it has an interrupt to take (it goes on). One hold of the VM's lock for all three.
-    pub fn has_deliverable_at_wfi(&mut self) -> bool {
-        let mut hw = self.shared.hw.lock();
-        update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
-        inject_expired_timer(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
-        !self.vgic.settled_at_wfi(&mut hw.vgic) && self.vgic.has_deliverable(&mut hw.vgic)
-    }
-
-    /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
-    /// physical virtual-timer PPI to the next vCPU (its active state is kept here).
-    pub fn switch_out(&mut self) {
-        self.vgic.unload();
-        self.vcpu.unload();
-        let ppi = self.shared.board.timer_virt_irq;
-        self.timer_ppi_active = gic::ppi_active(self.shared.board, ppi);
-        if self.timer_ppi_active {
-            gic::clear_active(self.shared.board, ppi);
-        }
-    }
-
-    /// Enters the loaded vCPU until an exit the scheduler must see: the frequent exits (its
-    /// timer PPI or an interrupt it owns, a hypercall that needs no scheduler, a self-SGI, an
-    /// access to the VM's console UART) are finished by the world switch's short exit and the
-    /// vCPU goes straight back (`ShortExit`); `alone`: it is its CPU's only vCPU, so a WFI
-    /// may wait at EL2 inside the exit. What the VM's UARTs transmitted and its console has
-    /// not had yet goes there when it returns.
-    pub fn enter(&mut self, alone: bool) -> Exit {
-        let slot = {
-            let mut hw = self.shared.hw.lock();
-            update_lines(&self.shared, &mut self.vgic, self.vcpu_index, &mut hw);
-            self.vgic.before_entry(&mut hw.vgic);
-            hw.devices.console_slot()
-        };
-        let index = self.shared.index;
-        let mut short = ShortExit::new(&self.shared, &mut self.vgic, self.vcpu_index, slot, alone);
-        let exit = self.vcpu.run(&mut short);
-        let regs = &self.vcpu.regs;
-        let (held, exited) = short.finish(regs.entered, regs.exited);
-        self.acknowledged = held;
-        counters::exited(index, exited);
-        self.shared.hw.lock().devices.flush_output(index);
-        exit
-    }
-
     /// The physical interrupt the short exit acknowledged at the last exit and left to the
     /// scheduler, if any.
     pub fn take_acknowledged(&mut self) -> Option<u32> {
@@ -966,30 +928,6 @@ impl Vm {
     /// scheduler (it stays there for `take_acknowledged`).
     pub fn acknowledged(&self, intid: u32) -> bool {
         self.acknowledged == Some(intid)
-    }
-
-    /// Handles one exit of the loaded vCPU.
-    pub fn handle(&mut self, exit: Exit) -> Outcome {
-        trap::handle(self, exit)
-    }
-
-    /// When the run queue wakes the loaded vCPU, blocked, by its timer: its virtual-timer
-    /// deadline in physical ticks less the VM's advance (`timer_advance_ns`), if its timer
-    /// is armed. Woken that early, it takes the CPU back from a lower priority and waits for
-    /// the deadline itself at EL2, loaded (`ShortExit::wait`).
-    pub fn timer_deadline(&self) -> Option<u64> {
-        timer::virtual_deadline(self.shared.counter_offset)
-            .map(|deadline| deadline.saturating_sub(self.shared.timer_advance))
-    }
-
-    /// `timer_deadline` for a vCPU that blocks and stays loaded, when its VM has an advance
-    /// and it is on: the CPU then wakes for it ahead of its timer, as for one switched out.
-    /// `None` without an advance: its own timer PPI wakes it, at the deadline.
-    pub fn early_deadline(&self) -> Option<u64> {
-        if self.shared.timer_advance == 0 || !self.is_on() {
-            return None;
-        }
-        self.timer_deadline()
     }
 
     /// This (switched-out) vCPU's boot of the VM ended as `end`, or another vCPU's did:
@@ -1098,6 +1036,136 @@ impl Vm {
             ),
         }
         Outcome::Stop(Stop::Fault)
+    }
+}
+
+impl VmState {
+    /// Whether this vCPU is on (PSCI) and its VM is not being rebuilt: it may run.
+    #[inline]
+    pub fn may_run(&self) -> bool {
+        !self.rebuilding() && self.shared.power(self.vcpu_index) == PowerState::On
+    }
+
+    /// Its list registers chosen again (after `has_deliverable_at_wfi` folded them, when the
+    /// vCPU goes on).
+    #[inline]
+    pub fn choose_list_registers(&mut self) {
+        let mut hw = self.shared.hw.lock();
+        self.vgic.before_entry(&mut hw.vgic);
+    }
+
+    /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
+    /// that expired while it was away is injected at once, its physical PPI made active as
+    /// if it had been forwarded, so the guest takes it on entry without another exit.
+    #[inline]
+    pub fn switch_in(&mut self, cpu: u8) {
+        let shared = &*self.shared;
+        shared.stage2.activate();
+        // Another vCPU of the VM ran here last (a migrated one, or this one's host): the
+        // TLBs of this CPU may hold its stage-1 entries under the same VMID and ASIDs.
+        if let Some(last) = shared.last_ran.get(usize::from(cpu)) {
+            let me = self.vcpu_index as u8;
+            // Only this CPU writes its own entry: no atomic swap needed.
+            if last.load(Ordering::Relaxed) != me {
+                last.store(me, Ordering::Relaxed);
+                shared.stage2.forget_local_translations();
+            }
+        }
+        self.vcpu.load(shared.counter_offset);
+        let ppi = shared.board.timer_virt_irq;
+        if self.timer_ppi_active {
+            gic::set_active_ppi(shared.board, ppi);
+        } else if timer::virtual_firing() {
+            // Its virtual timer expired while it was away: injected now, the PPI made active
+            // as if forwarded. No look at the PPI's active state first (as at a WFI,
+            // `has_deliverable_at_wfi`): the vCPU that left the CPU took it with it
+            // (`switch_out`), and nothing acknowledges the PPI while no vCPU is loaded.
+            {
+                let mut hw = shared.hw.lock();
+                self.vgic.inject_switched_in(&mut hw.vgic, ppi);
+                shared.kick_touched(&mut hw.vgic, self.vcpu_index);
+            }
+            counters::injected(shared.index);
+            gic::set_active_ppi(shared.board, ppi);
+        }
+    }
+
+    /// WFI of the loaded vCPU: its device lines and console input are brought up to date,
+    /// its expired virtual timer is injected if its physical PPI was not forwarded (not
+    /// active; the PPI is then made active as if it had been, so it is not taken again
+    /// before the guest deactivates it: the GIC may not have signalled it yet, and QEMU's
+    /// GIC-400 does not re-signal a pending PPI that a guest's deactivation through a HW list
+    /// register made inactive, so a guest idling then would wait for it forever). True when
+    /// it has an interrupt to take (it goes on). One hold of the VM's lock for all three.
+    #[inline]
+    pub fn has_deliverable_at_wfi(&mut self) -> bool {
+        let shared = &*self.shared;
+        let mut hw = shared.hw.lock();
+        update_lines(shared, &mut self.vgic, self.vcpu_index, &mut hw);
+        inject_expired_timer(shared, &mut self.vgic, self.vcpu_index, &mut hw);
+        !self.vgic.settled_at_wfi(&mut hw.vgic) && self.vgic.has_deliverable(&mut hw.vgic)
+    }
+
+    /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
+    /// physical virtual-timer PPI to the next vCPU (its active state is kept here).
+    #[inline]
+    pub fn switch_out(&mut self) {
+        self.vgic.unload();
+        self.vcpu.unload();
+        let board = self.shared.board;
+        let ppi = board.timer_virt_irq;
+        self.timer_ppi_active = gic::ppi_active(board, ppi);
+        if self.timer_ppi_active {
+            gic::clear_active(board, ppi);
+        }
+    }
+
+    /// When the run queue wakes the loaded vCPU, blocked, by its timer: its virtual-timer
+    /// deadline in physical ticks less the VM's advance (`timer_advance_ns`), if its timer
+    /// is armed and the vCPU on. Woken that early, it takes the CPU back from a lower
+    /// priority and waits for the deadline itself at EL2, loaded (`ShortExit::wait`).
+    #[inline]
+    pub fn timer_deadline(&self) -> Option<u64> {
+        let shared = &*self.shared;
+        if shared.power(self.vcpu_index) != PowerState::On {
+            return None;
+        }
+        timer::virtual_deadline(shared.counter_offset)
+            .map(|deadline| deadline.saturating_sub(shared.timer_advance))
+    }
+
+    /// `timer_deadline` for a vCPU that blocks and stays loaded, when its VM has an advance:
+    /// the CPU then wakes for it ahead of its timer, as for one switched out. `None` without
+    /// an advance: its own timer PPI wakes it, at the deadline.
+    pub fn early_deadline(&self) -> Option<u64> {
+        if self.shared.timer_advance == 0 {
+            return None;
+        }
+        self.timer_deadline()
+    }
+
+    /// Before the vCPU is entered: its console input and device lines brought to its virtual
+    /// GIC, its list registers chosen. Returns the position of its console UART among its
+    /// devices (the short exit's UART path).
+    #[inline]
+    pub fn prepare_entry(&mut self) -> Option<usize> {
+        let shared = &*self.shared;
+        let mut hw = shared.hw.lock();
+        update_lines(shared, &mut self.vgic, self.vcpu_index, &mut hw);
+        self.vgic.before_entry(&mut hw.vgic);
+        hw.devices.console_slot()
+    }
+
+    /// The vCPU's entry ended, with an exit for the general path or a switch inside the
+    /// world switch, the guest having stopped at `exited` (`ShortExits::finish`): the
+    /// physical interrupt its short exit acknowledged and left to the scheduler (`held`),
+    /// its guest time counted, and what its UARTs transmitted sent to its console.
+    #[inline]
+    pub fn finish_entry(&mut self, held: Option<u32>, exited: u64) {
+        let index = self.shared.index;
+        self.acknowledged = held;
+        counters::exited(index, exited);
+        self.shared.hw.lock().devices.flush_output(index);
     }
 }
 

@@ -113,6 +113,13 @@ impl RunQueue {
         Some(self.entries[next].vcpu)
     }
 
+    /// Whether a vCPU is ready, waiting for the CPU: without one, a vCPU that blocks hands
+    /// the CPU to no one (`block_and_hand_over` answers `None`).
+    #[inline]
+    pub fn has_ready(&self) -> bool {
+        self.ready != 0
+    }
+
     /// Whether `pick(now)` would run another vCPU than the one running (or any vCPU while
     /// idle): after a `wake`, true means "switch now", whatever the running guest's interrupt
     /// mask. Blocked vCPUs whose deadline has passed count as ready.

@@ -234,18 +234,35 @@ impl Vgic {
         Ok(out)
     }
 
+    /// The choice of list registers for `vcpu` when it has nothing live to fold and nothing
+    /// pending or active to choose (a vCPU switched in with no interrupt, its usual case):
+    /// true, and the choice is made, every list register empty, as `flush` would make it
+    /// without its shortlist. False (the model unchanged) otherwise.
+    #[inline]
+    pub fn choose_idle(&mut self, vcpu: usize) -> Result<bool, VgicError> {
+        let epoch = self.epoch;
+        let v = self.vcpus.get_mut(vcpu).ok_or(VgicError::NoSuchVcpu)?;
+        let idle = v.live_count == 0 && v.pending.is_empty() && v.active.is_empty();
+        if idle {
+            v.chosen_at = epoch;
+        }
+        Ok(idle)
+    }
+
     /// `flush` without copies, for the hypervisor's entry path: `lrs` holds the list
     /// registers as they are now (one element per list register the vCPU interface has) and
     /// is overwritten with the values to load, invalid ones as 0 (beyond `MAX_LIST_REGISTERS`,
     /// always 0). Returns the maintenance enables for ICH_HCR_EL2 (`LrFlush::hcr`).
     pub fn flush_in_place(&mut self, vcpu: usize, lrs: &mut [u64]) -> Result<u64, VgicError> {
-        if self
-            .vcpus
-            .get(vcpu)
-            .ok_or(VgicError::NoSuchVcpu)?
-            .live_count
-            != 0
-        {
+        if self.choose_idle(vcpu)? {
+            // Every list register empty, as the loop below would leave them. Only those
+            // that are not are written: a zeroing loop becomes a call to `memset`.
+            for lr in lrs.iter_mut().filter(|lr| **lr != 0) {
+                *lr = 0;
+            }
+            return Ok(0);
+        }
+        if self.vcpus[vcpu].live_count != 0 {
             self.sync(vcpu, lrs)?;
         }
         let count = lrs.len().min(MAX_LIST_REGISTERS);

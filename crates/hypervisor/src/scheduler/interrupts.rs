@@ -84,11 +84,7 @@ impl CpuScheduler {
             return true;
         }
         if woke {
-            timer::arm_hyp_timer(fabric::guest_beat(
-                usize::from(self.cpu),
-                now,
-                self.queue.next_event(now),
-            ));
+            fabric::arm_next_event(self.cpu, &self.queue);
         }
         false
     }

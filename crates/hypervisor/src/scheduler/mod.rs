@@ -28,11 +28,13 @@ use partita_core::sched::{
     ticks_from_micros, IdIndex, OwnerTable, RunQueue, VcpuId, VcpuState, MAX_VCPUS,
 };
 
+use crate::arch::aarch64::vectors::Exit;
 use crate::arch::aarch64::{gic, timer};
 use crate::console;
 use crate::counters;
 use crate::fabric;
 use crate::migrate;
+use crate::short_exit;
 use crate::system::{Stop, System};
 use crate::trap::Outcome;
 use crate::vm::{BootEnd, Shared, Vm};
@@ -273,9 +275,7 @@ impl CpuScheduler {
         self.loaded = None;
         self.loaded_at = None;
         let vm = &mut self.vms[old];
-        let state = self
-            .queue
-            .leave(vcpu_of(vm), || vm.timer_deadline().filter(|_| vm.is_on()));
+        let state = self.queue.leave(vcpu_of(vm), || vm.timer_deadline());
         vm.switch_out();
         (state == Some(VcpuState::Ready)).then_some(old)
     }
@@ -296,11 +296,8 @@ impl CpuScheduler {
         };
         self.arm_next_event();
         loop {
-            // Its CPU's only vCPU may wait for an interrupt inside its WFI's exit: nothing
-            // else could run meanwhile, and whatever this CPU must do wakes it.
-            let alone = self.vms.len() == 1 && self.lent.is_empty();
+            let exit = self.enter(&mut at);
             let vm = &mut self.vms[at];
-            let exit = vm.enter(alone);
             match vm.handle(exit) {
                 Outcome::Resume => {}
                 Outcome::Interrupt => match self.interrupted(at) {
@@ -321,15 +318,29 @@ impl CpuScheduler {
         }
     }
 
+    /// Enters the loaded vCPU, `vms[at]`, until an exit the scheduler must see. Its CPU's
+    /// only vCPU may wait for an interrupt inside its WFI's exit: nothing else could run
+    /// meanwhile, and whatever this CPU must do wakes it. On a CPU shared by two vCPUs the
+    /// world switch may hand the CPU from one to the other on the way (`enter_pair`):
+    /// `at` is then the other's position, and it is the loaded one.
+    fn enter(&mut self, at: &mut usize) -> Exit {
+        if !self.lent.is_empty() || self.vms.len() != 2 {
+            let alone = self.vms.len() == 1 && self.lent.is_empty();
+            return short_exit::enter(&mut self.vms[*at], alone);
+        }
+        let (exit, now) = short_exit::enter_pair(&mut self.vms, *at, &mut self.queue, self.cpu);
+        if now != *at {
+            *at = now;
+            self.loaded = Some(vcpu_of(&self.vms[now]));
+            self.loaded_at = Some(now);
+        }
+        exit
+    }
+
     /// Programs the EL2 timer for the run queue's next event (and the fabric's guest beat)
     /// before entering the running vCPU.
     fn arm_next_event(&self) {
-        let now = timer::now();
-        timer::arm_hyp_timer(fabric::guest_beat(
-            usize::from(self.cpu),
-            now,
-            self.queue.next_event(now),
-        ));
+        fabric::arm_next_event(self.cpu, &self.queue);
     }
 
     /// A physical interrupt made the running `vms[at]` exit (or it rang a doorbell of this
@@ -420,7 +431,7 @@ impl CpuScheduler {
             return Next::Resume;
         }
         if pair {
-            let deadline = vm.timer_deadline().filter(|_| vm.is_on());
+            let deadline = vm.timer_deadline();
             if let Some(id) = self.queue.block_and_hand_over(timer::now(), deadline) {
                 return self.hand_over(id).map_or(Next::Decide, Next::Switched);
             }

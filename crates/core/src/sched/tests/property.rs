@@ -190,7 +190,9 @@ fn check_same(a: &RunQueue, b: &RunQueue, model: &Model, now: u64) {
 
 /// The running vCPU blocks at `now` with a random deadline and leaves the CPU if another
 /// vCPU runs: `block_and_hand_over` on a copy of the queue is checked against `block`,
-/// `pick` and `leave`, and one of the two goes on. `hand_overs` counts its successes.
+/// `pick` and `leave`, and one of the two goes on; it hands over only when `has_ready`
+/// said a vCPU was ready (the short exit asks that first). `hand_overs` counts its
+/// successes.
 fn hand_over(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: u64, hand_overs: &mut usize) {
     let Some(running) = q.running() else {
         return;
@@ -198,7 +200,12 @@ fn hand_over(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: u64, hand_
     let d = deadline(rng, now);
     let mut fast = q.clone();
     let untouched = q.clone();
+    let ready = q.has_ready();
     let handed = fast.block_and_hand_over(now, d);
+    assert!(
+        ready || handed.is_none(),
+        "a hand-over without a ready vCPU"
+    );
     q.block(running, None).unwrap();
     model.set_deadline(running, None);
     let run = q.pick(now).run;

@@ -522,3 +522,29 @@ fn flush_in_place_gives_what_flush_gives_without_copies() {
     assert!(many[16..].iter().all(|&lr| lr == 0));
     assert_eq!(b.flush_in_place(3, &mut lrs), Err(VgicError::NoSuchVcpu));
 }
+
+#[test]
+fn an_idle_vcpu_flushes_to_empty_list_registers_chosen_now() {
+    let mut v = ready();
+    // Nothing pending, active or live: every list register empty (stale values too), and
+    // the choice is the model's current one.
+    let mut lrs = [u64::MAX; LRS];
+    assert_eq!(v.flush_in_place(0, &mut lrs), Ok(0));
+    assert_eq!(lrs, [0; LRS]);
+    assert!(v.unchanged_since_choice(0));
+    // Once an interrupt was taken and finished, the vCPU is idle again: the fold of the
+    // finished list register and the empty choice match the general flush.
+    v.inject(0, 27).unwrap();
+    let mut lrs = [0u64; LRS];
+    v.flush_in_place(0, &mut lrs).unwrap();
+    assert_eq!(acknowledge(&mut lrs), Some(27));
+    end_of_interrupt(&mut lrs, 27);
+    let mut a = v.clone();
+    let expected = a.flush(0, &lrs).unwrap();
+    assert_eq!(v.flush_in_place(0, &mut lrs), Ok(expected.hcr));
+    assert_eq!(lrs, [0; LRS]);
+    assert_eq!(lrs, expected.values());
+    let mut again = [7u64; LRS];
+    assert_eq!(v.flush_in_place(0, &mut again), Ok(0));
+    assert_eq!(again, [0; LRS]);
+}

@@ -103,9 +103,17 @@ extern "C" {
 /// How the vectors call the short exit: `(clock, regs, short, exit kind)` → `DONE`, or the
 /// exit kind the world switch (`enter_guest`) returns.
 type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
-/// How a light entry calls its `ShortExitHandler` method: `(clock, regs, short)` → a
-/// `Light` as u64.
-type LightCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> u64;
+/// How a light entry calls its `ShortExitHandler` method: `(clock, regs, short)` → its
+/// answer (x0, x1).
+type LightCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> LightAnswer;
+
+/// A light entry's answer, returned in x0 and x1: a `Light` as u64 and, after
+/// `Light::Switched`, the register file of the vCPU to enter (`ShortExitHandler::switched_regs`).
+#[repr(C)]
+struct LightAnswer {
+    light: u64,
+    regs: *mut GuestRegs,
+}
 
 /// Which `ShortExitHandler` method a light entry's handler calls (`light_exit`): each entry
 /// has its own, so that no handler asks again which exit it has.
@@ -146,6 +154,11 @@ pub trait ShortExitHandler {
     /// A data abort from the guest taken at `start`: `light` for the data abort, which the
     /// vector knows already.
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
+
+    /// After `Light::Switched`: the register file of the vCPU the handler put on the CPU,
+    /// which the world switch enters. It must stay valid and not be touched by anything but
+    /// the world switch and its handlers until `enter_guest` returns.
+    fn switched_regs(&mut self) -> *mut GuestRegs;
 }
 
 /// What `ShortExitHandler::exit` did.
@@ -176,6 +189,12 @@ pub enum Light {
     /// a physical interrupt that is not this VM's arrived meanwhile: `enter_guest` returns
     /// `Exit::Irq`.
     Interrupted = 3,
+    /// The handler finished the exit by putting another vCPU on the CPU (a switch inside the
+    /// world switch): the guest that exited keeps the registers the vector did not save
+    /// (x19..x29, still in the CPU, and ELR_EL2 and SPSR_EL2, which the handler may have
+    /// moved past the trapped instruction) and its exit's clock in its register file, and
+    /// the world switch enters the new vCPU's (`ShortExitHandler::switched_regs`) instead.
+    Switched = 4,
 }
 
 /// The guest's register file at a light short exit (`ShortExitHandler::light`): x0..x18 and x30 hold the guest's
@@ -343,26 +362,35 @@ extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
     start: u64,
     regs: *mut GuestRegs,
     short: *mut c_void,
-) -> u64 {
+) -> LightAnswer {
     // SAFETY: as in `short_exit`: the world switch is running, `regs` is its exclusively
     // borrowed register file and `short` its `&mut S`. `CallerSaved` and `SysregSaved` are
     // transparent wrappers of `GuestRegs`, so the casts keep layout and validity; the
     // system register's entry (`guest_sysreg`) stored x19..x29, as `SysregSaved` says.
     let short = unsafe { &mut *short.cast::<S>() };
-    if ENTRY == SYSTEM_REGISTER {
+    let light = if ENTRY == SYSTEM_REGISTER {
         // SAFETY: as above.
         let regs = unsafe { &mut *regs.cast::<SysregSaved>() };
-        return short.system_register(regs, start) as u64;
-    }
-    // SAFETY: as above.
-    let regs = unsafe { &mut *regs.cast::<CallerSaved>() };
-    let light = match ENTRY {
-        DATA_ABORT => short.data_abort(regs, start),
-        HYPERCALL => short.hypercall(regs, start),
-        INTERRUPT => short.interrupt(regs, start),
-        _ => short.light(regs, start),
+        short.system_register(regs, start)
+    } else {
+        // SAFETY: as above.
+        let regs = unsafe { &mut *regs.cast::<CallerSaved>() };
+        match ENTRY {
+            DATA_ABORT => short.data_abort(regs, start),
+            HYPERCALL => short.hypercall(regs, start),
+            INTERRUPT => short.interrupt(regs, start),
+            _ => short.light(regs, start),
+        }
     };
-    light as u64
+    let regs = if light == Light::Switched {
+        short.switched_regs()
+    } else {
+        regs
+    };
+    LightAnswer {
+        light: light as u64,
+        regs,
+    }
 }
 
 /// Points VBAR_EL2 at Partita's vector table on this CPU: the one whose clock this CPU has
@@ -640,9 +668,12 @@ light_entry guest_data_abort, xzr, 24, \clock
 light_entry guest_sysreg, xzr, 56, \clock, 1
 // A light entry's handler did not finish the exit (`Light` in x0 not `Done`): x19..x29, ELR
 // and SPSR are saved as well and the exit goes to the general short exit (`AllRegisters`,
-// 2, with the same clock and kind) or returns to the host (`General`, 0, with the kind as
-// taken; `Interrupted`, 3, as an IRQ).
+// 2, with the same clock and kind), returns to the host (`General`, 0, with the kind as
+// taken; `Interrupted`, 3, as an IRQ), or enters the vCPU the handler switched to
+// (`Switched`, 4, its register file in x1).
 light_general_\clock:
+    cmp     x0, #4
+    b.eq    light_switch_\clock
     ldr     x1, [sp, #32]
     save_callee
     mrs     x4, elr_el2
@@ -658,6 +689,23 @@ light_general_\clock:
     b       restore_host_\clock
 5:  mov     x0, #1
     b       restore_host_\clock
+
+// The handler switched the CPU to the vCPU whose register file is at x1 (`Light::Switched`):
+// the guest that exited keeps x19..x29, ELR, SPSR and its exit's clock in its own (the
+// frame's), the frame takes the new one, and the new vCPU is entered.
+light_switch_\clock:
+    mov     x6, x1
+    ldr     x1, [sp, #32]
+    save_callee
+    mrs     x4, elr_el2
+    mrs     x5, spsr_el2
+    stp     x4, x5, [x1, #{elr}]
+    ldr     x2, [sp, #16]
+    str     x2, [x1, #{exited}]
+    add     sp, sp, #32
+    str     x6, [sp]
+    mov     x0, x6
+    b       load_guest_\clock
 
 // Entered from a guest vector with the guest's x0..x3 pushed and the exit kind in x3.
 guest_exit_\clock:
