@@ -352,10 +352,15 @@ fn fold_at(w: &[AtomicU64], at: usize, ns: u64) {
 /// clock at the exit's vector, `GuestRegs::exited`).
 pub fn exited(vm: usize, now: u64) {
     let at = cpu_index();
-    let cpu = &CPUS[at];
-    if let Some(w) = VMS[at].get(vm) {
+    exited_at(&CPUS[at], VMS[at].get(vm).map(|w| &w.0), vm, now);
+}
+
+/// `exited` on the CPU whose words are `cpu`, VM `vm`'s there being `words`.
+#[inline(always)]
+fn exited_at(cpu: &CpuWords, words: Option<&[AtomicU64; WORDS]>, vm: usize, now: u64) {
+    if let Some(w) = words {
         add_words(
-            &w.0,
+            w,
             Counter::GuestNs,
             now.wrapping_sub(cpu.mark.load(Ordering::Relaxed)),
         );
@@ -368,8 +373,17 @@ pub fn exited(vm: usize, now: u64) {
 
 /// The cause of VM `vm`'s last exit.
 pub fn trap(vm: usize, trap: Trap) {
-    add(vm, trap.counter(), 1);
-    cpu().kind.store(trap.kind() as u64, Ordering::Relaxed);
+    let at = cpu_index();
+    trap_at(&CPUS[at], VMS[at].get(vm).map(|w| &w.0), trap);
+}
+
+/// `trap` on the CPU whose words are `cpu`, the VM's there being `words`.
+#[inline(always)]
+fn trap_at(cpu: &CpuWords, words: Option<&[AtomicU64; WORDS]>, trap: Trap) {
+    if let Some(w) = words {
+        add_words(w, trap.counter(), 1);
+    }
+    cpu.kind.store(trap.kind() as u64, Ordering::Relaxed);
 }
 
 /// The last exit (a data abort) was answered by a device model.
@@ -436,7 +450,7 @@ impl ShortExits {
     /// path that ends with this entry waits for the guest's entry (`entering`), and its
     /// short exits are counted from now on. This CPU's index and words are found once.
     pub fn entering(vm: usize) -> Self {
-        let (words, first, start, now) = Self::entry(vm);
+        let (words, first, start, now) = Self::entry(cpu_index(), vm);
         ShortExits {
             words,
             waiting: first.is_some(),
@@ -450,11 +464,12 @@ impl ShortExits {
         }
     }
 
-    /// `entering` for VM `vm`'s vCPU into these counts, written in place (a switch inside
-    /// the world switch enters another vCPU with the same short exit: no copy of them).
-    #[inline]
-    pub fn enter(&mut self, vm: usize) {
-        let (words, first, start, now) = Self::entry(vm);
+    /// `entering` for VM `vm`'s vCPU on the CPU at `at` into these counts, written in place
+    /// (a switch inside the world switch enters another vCPU with the same short exit: no
+    /// copy of them).
+    #[inline(always)]
+    fn enter_at(&mut self, at: usize, vm: usize) {
+        let (words, first, start, now) = Self::entry(at, vm);
         self.words = words;
         self.waiting = first.is_some();
         self.path = first.and_then(|first| path_words(words, first as usize));
@@ -466,12 +481,11 @@ impl ShortExits {
         self.answered = None;
     }
 
-    /// An entry of VM `vm`'s vCPU now: its words on this CPU, the path that ends with it
-    /// and that path's start (`entering`), and the clock.
+    /// An entry of VM `vm`'s vCPU now on the CPU at `at`: its words there, the path that
+    /// ends with it and that path's start (`entering`), and the clock.
     #[inline(always)]
-    fn entry(vm: usize) -> (&'static [AtomicU64; WORDS], Option<Counter>, u64, u64) {
+    fn entry(at: usize, vm: usize) -> (&'static [AtomicU64; WORDS], Option<Counter>, u64, u64) {
         let now = clock();
-        let at = cpu_index();
         let (first, start) = entering(at, vm, now);
         let words = VMS[at].get(vm).map_or(&SPARE[at].0, |w| &w.0);
         (words, first, start, now)
@@ -596,11 +610,17 @@ impl ShortExits {
     /// `GuestRegs::exited`), or the wake-up when a WFI's short exit waited and then handed
     /// the exit over (`interrupted`), whose time until then is already EL2's or idle.
     pub fn finish(&mut self, entered: u64, exited: u64) -> u64 {
+        self.finish_at(&CPUS[cpu_index()], entered, exited)
+    }
+
+    /// `finish` on the CPU whose words are `cpu`.
+    #[inline(always)]
+    fn finish_at(&mut self, cpu: &CpuWords, entered: u64, exited: u64) -> u64 {
         self.settle(entered);
         let el2 = self.words[Counter::El2Ns as usize]
             .load(Ordering::Relaxed)
             .wrapping_sub(self.el2_before);
-        let mark = &cpu().mark;
+        let mark = &cpu.mark;
         mark.store(
             mark.load(Ordering::Relaxed)
                 .wrapping_add(el2)
@@ -608,6 +628,23 @@ impl ShortExits {
             Ordering::Relaxed,
         );
         self.resumed.unwrap_or(exited)
+    }
+
+    /// A switch inside the world switch (`ShortExit::switch`): the entered vCPU, of VM
+    /// `from`, last entered at `entered`, left the CPU for an exit taken at `exited` that a
+    /// `trap` caused, and VM `to`'s vCPU is entered now. What the general path counts for
+    /// that exit (`finish`, `exited`, `trap`), the switch (`switched_in`) and the entry
+    /// (`enter`), this CPU's index read once and each VM's words found once.
+    pub fn switch(&mut self, from: usize, entered: u64, exited: u64, trap: Trap, to: usize) {
+        let at = cpu_index();
+        let cpu = &CPUS[at];
+        let exited = self.finish_at(cpu, entered, exited);
+        // A VM without counters has this CPU's spare words: counting there is counting
+        // nothing, as `exited` and `trap` do for it.
+        exited_at(cpu, Some(self.words), from, exited);
+        trap_at(cpu, Some(self.words), trap);
+        self.enter_at(at, to);
+        add_words(self.words, Counter::Switches, 1);
     }
 
     /// A WFI's short exit woke at `woke` (`idle`'s clock) for an interrupt that is not the

@@ -519,30 +519,29 @@ impl<'a> ShortExit<'a> {
 
     /// Hands the CPU to the pair's other vCPU inside the world switch, the run queue having
     /// decided so: the entered vCPU's exit, taken at `start` with its register file at
-    /// `regs` (entered at `entered`), ends as a `trap` exit ends on the general path
-    /// (`ShortExits::finish`, `VmState::finish_entry`, the trap counted); the vCPU leaves
-    /// the CPU and the other one takes it (as `CpuScheduler::switch_at_deadline` and
-    /// `hand_over` do), the EL2 timer is armed for the queue's next event, and the new
-    /// vCPU's entry is prepared as `enter` prepares one. The world switch then saves the
-    /// rest of the old registers and enters the new ones (`Light::Switched`).
+    /// `regs` (entered at `entered`), ends as a `trap` exit ends on the general path (its
+    /// console output flushed, `VmState::finish_entry`); the vCPU leaves the CPU and the
+    /// other one takes it (as `CpuScheduler::switch_at_deadline` and `hand_over` do), the
+    /// EL2 timer is armed for the queue's next event, the new vCPU's entry is prepared as
+    /// `enter` prepares one, and the exit, switch and entry are counted
+    /// (`ShortExits::switch`). The world switch then saves the rest of the old registers
+    /// and enters the new ones (`Light::Switched`).
     fn switch(&mut self, regs: *mut GuestRegs, entered: u64, start: u64, trap: Trap) -> Light {
         let Some(pair) = self.pair.as_mut() else {
             return Light::General;
         };
-        let exited = self.counters.finish(entered, start);
-        self.vm.finish_entry(None, exited);
-        counters::trap(self.vm.index(), trap);
+        let from = self.vm.index();
+        self.vm.finish_entry(None);
         self.vm.switch_out();
         core::mem::swap(&mut self.vm, &mut pair.other);
         self.switched = core::mem::replace(&mut pair.other_regs, regs);
         pair.swapped = !pair.swapped;
         self.vm.switch_in(pair.cpu);
-        let index = self.vm.index();
-        counters::switched_in(index);
+        let to = self.vm.index();
         fabric::arm_next_event(pair.cpu, pair.queue);
         let slot = self.vm.prepare_entry();
-        self.uart = UartExit::new(index, slot);
-        self.counters.enter(index);
+        self.uart = UartExit::new(to, slot);
+        self.counters.switch(from, entered, start, trap, to);
         Light::Switched
     }
 
@@ -550,7 +549,8 @@ impl<'a> ShortExit<'a> {
     /// (`VmState::finish_entry`).
     fn finish(&mut self, regs: &GuestRegs) {
         let exited = self.counters.finish(regs.entered, regs.exited);
-        self.vm.finish_entry(self.held, exited);
+        counters::exited(self.vm.index(), exited);
+        self.vm.finish_entry(self.held);
     }
 }
 

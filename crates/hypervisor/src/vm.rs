@@ -1157,14 +1157,12 @@ impl VmState {
     }
 
     /// The vCPU's entry ended, with an exit for the general path or a switch inside the
-    /// world switch, the guest having stopped at `exited` (`ShortExits::finish`): the
-    /// physical interrupt its short exit acknowledged and left to the scheduler (`held`),
-    /// its guest time counted, and what its UARTs transmitted sent to its console.
+    /// world switch: the physical interrupt its short exit acknowledged and left to the
+    /// scheduler (`held`), and what its UARTs transmitted sent to its console.
     #[inline]
-    pub fn finish_entry(&mut self, held: Option<u32>, exited: u64) {
+    pub fn finish_entry(&mut self, held: Option<u32>) {
         let index = self.shared.index;
         self.acknowledged = held;
-        counters::exited(index, exited);
         self.shared.hw.lock().devices.flush_output(index);
     }
 }
