@@ -1161,6 +1161,29 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: PROBE_RESTARTS_BESIDE_FREERTOS,
     },
     Scenario {
+        // The same under -icount, a hundred restarts: each end of the probe's boot (its
+        // fault line, its rebuild) is EL2 work on FreeRTOS's CPU, and none of it may delay
+        // FreeRTOS's ticks more than the hostile suites' budget allows.
+        name: "probe-crash-restart-latency",
+        boot: Boot::Partita("configs/tests/probe-crash-restart.toml"),
+        job: None,
+        cpu: Cpu::CortexA72,
+        icount: true,
+        end: End::StopWhen(StopWhen {
+            after: Some("[partita] vm probe: starting (boot 101, *"),
+            pattern: FREERTOS_RT,
+            count: 1,
+        }),
+        timeout_secs: 300,
+        expect: &[
+            Expect::CountAtLeast(PROBE_RESTARTED, 100),
+            Expect::Every(FREERTOS_RT, FREERTOS_NO_MISS),
+            Expect::AtMost(FREERTOS_RT, "max_ns=", 25_000),
+            Expect::NoLine(FREERTOS_FAULT),
+            Expect::NoLine(PANIC),
+        ],
+    },
+    Scenario {
         // The same on the ZCU102: each rebuild makes a fresh virtual GICv2.
         name: "zcu102-probe-crash-restart",
         boot: Boot::Partita("configs/tests/zcu102-probe-crash-restart.toml"),
