@@ -131,6 +131,11 @@ enum Task {
         /// whole matrix on qemu-virt.
         #[arg(long, value_name = "PLATFORM", default_value = "qemu-virt")]
         board: String,
+        /// Run this many rows at once, each QEMU on a host core of its own (their figures
+        /// do not change: every run keeps its own virtual time under -icount); default: the
+        /// host's cores.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+        jobs: Option<u16>,
         #[command(flatten)]
         cpu: CpuArg,
     },
@@ -282,6 +287,7 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             out,
             only,
             board,
+            jobs,
             cpu,
         } => {
             bench::run(&bench::Options {
@@ -290,6 +296,7 @@ fn dispatch(task: Task) -> Result<ExitCode> {
                 only,
                 board: bench::board_named(&board)?,
                 cpu: cpu.cpu,
+                jobs: jobs.map_or_else(bench::host_cores, usize::from),
             })?;
         }
         Task::Profile {
@@ -370,7 +377,7 @@ fn run_xen(domains: &xen::Domains<'_>, icount: bool, timeout: Option<u64>) -> Re
     let options = xen::XenOptions {
         clock: Clock::for_run(icount, domains.dom0 == Some(None)),
     };
-    let boot = xen::boot(&paths::cache_dir(), domains, &options)?;
+    let boot = xen::boot(&paths::cache_dir(), &paths::xen_files(), domains, &options)?;
     step(format!(
         "Xen {} with {}",
         boot.version,

@@ -63,6 +63,11 @@ pub fn run_logs() -> PathBuf {
     build_dir().join("run")
 }
 
+/// Where a Xen boot of `run` or a scenario writes its device trees.
+pub fn xen_files() -> PathBuf {
+    build_dir().join("xen")
+}
+
 pub fn scenario_image(name: &str) -> PathBuf {
     build_dir().join("tests").join(format!("{name}.img"))
 }

@@ -383,7 +383,7 @@ fn scenario_command(scenario: &Scenario) -> Result<Command> {
             let options = xen::XenOptions {
                 clock: scenario.clock(),
             };
-            Ok(xen::boot(&paths::cache_dir(), &domains, &options)?.command)
+            Ok(xen::boot(&paths::cache_dir(), &paths::xen_files(), &domains, &options)?.command)
         }
         Boot::NativeLinux => {
             let guest = linux::prepare(&paths::cache_dir())?;

@@ -215,3 +215,15 @@ fn bench_only_with_an_unknown_configuration_names_the_known_ones() {
     );
     assert!(err.contains(", xen-shared-irqstorm"), "{err}");
 }
+
+#[test]
+fn bench_with_no_jobs_is_refused() {
+    let out = xtask(&["bench", "--quick", "--jobs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .starts_with("error: invalid value '0' for '--jobs <N>': 0 is not in 1..=256\n"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,4 +1,5 @@
-//! `cargo xtask bench [--quick] [--out DIR]`: the measurement suite of shared/BENCHMARKS.md.
+//! `cargo xtask bench [--quick] [--out DIR] [--jobs N]`: the measurement suite of
+//! shared/BENCHMARKS.md.
 //! It boots every measured row of the matrix (`matrix::ROWS`) under deterministic QEMU
 //! time, one boot per row carrying all of its experiments, parses the consoles into
 //! records, and writes `results.json`, `report.md` and the plots (SVG and PNG) into the
@@ -18,6 +19,8 @@ mod runner;
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -42,6 +45,8 @@ pub struct Options {
     pub board: Platform,
     /// The CPU model QEMU emulates for every row.
     pub cpu: Cpu,
+    /// How many rows run at once (each QEMU takes one host core).
+    pub jobs: usize,
 }
 
 /// The board `--board` names.
@@ -53,6 +58,11 @@ pub fn board_named(name: &str) -> Result<Platform> {
             known.join(", ")
         )
     })
+}
+
+/// The host's cores (`--jobs`'s default), 1 when the host does not say.
+pub fn host_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Wall-clock limit of one boot before QEMU is killed.
@@ -101,6 +111,19 @@ fn configured_vm_names(config: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// How many CPUs QEMU emulates for `boot` (one when the configuration cannot be read,
+/// which its run reports): under `-icount` QEMU runs them in turn, so the row's wall time
+/// grows with them.
+fn emulated_cpus(boot: &Boot) -> u8 {
+    match boot {
+        Boot::Scale { cpus, .. } | Boot::NativeLinuxSmp(cpus) => *cpus,
+        _ => config_file(boot)
+            .and_then(|config| fs::read_to_string(paths::root().join(config)).ok())
+            .and_then(|text| partita_config::parse(&text).ok())
+            .map_or(1, |system| system.board.cpus),
+    }
+}
+
 /// Runs the benchmark and returns the output folder.
 pub fn run(options: &Options) -> Result<PathBuf> {
     let mode = if options.quick {
@@ -144,48 +167,157 @@ pub fn run(options: &Options) -> Result<PathBuf> {
             Guest::FreeRtos | Guest::Fabric => 1,
         })
         .sum();
-    let ivc_jobs = matrix::linux_jobs(&ivc_experiments);
-    let plugin = profile::build_plugin(&out)?;
-    let mut progress = Progress::new(total);
+    let bench = Bench {
+        mode,
+        cpu: options.cpu,
+        cache,
+        out: out.clone(),
+        plugin: profile::build_plugin(&out)?,
+        ivc_jobs: matrix::linux_jobs(&ivc_experiments),
+        progress: Mutex::new(Progress::new(total)),
+    };
     let mut records = Vec::new();
     let mut not_measured = Vec::new();
-    for (row, boot) in &measured {
-        let jobs = matrix::linux_jobs(&matrix::linux_experiments_of(*boot, mode));
+    for outcome in bench.rows(&measured, options.jobs)? {
+        provenance.runs.extend(outcome.runs);
+        records.extend(outcome.records);
+        not_measured.extend(outcome.not_measured);
+    }
+    let elapsed = lock(&bench.progress).elapsed();
+    not_measured.extend(unmeasured_rows());
+    let results = Results {
+        provenance,
+        records,
+        not_measured,
+    };
+    write_outputs(&out, &results)?;
+    step(format!(
+        "benchmark ({} mode) done in {}: {} records in {}",
+        mode.name(),
+        runner::minutes_seconds(elapsed),
+        results.records.len(),
+        paths::shown(&out).display()
+    ));
+    Ok(out)
+}
+
+/// What every row of one benchmark run shares.
+struct Bench {
+    mode: Mode,
+    cpu: Cpu,
+    cache: PathBuf,
+    out: PathBuf,
+    /// The EL2 profile's QEMU plugin, attached to every Partita boot.
+    plugin: PathBuf,
+    ivc_jobs: Vec<String>,
+    progress: Mutex<Progress>,
+}
+
+/// What one row's boots gave: their commands, records and what they did not measure.
+#[derive(Default)]
+struct RowOutcome {
+    runs: Vec<RunCommand>,
+    records: Vec<Record>,
+    not_measured: Vec<NotMeasured>,
+}
+
+/// The lock's value, even when a thread panicked holding it (the progress line and the
+/// outcomes stay usable: each is written whole).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Bench {
+    /// Runs the measured rows, `jobs` at a time (each QEMU is one host thread under
+    /// `-icount`, and its figures are the same whatever else the host runs), and returns
+    /// their outcomes in the matrix's order (the longest rows start first,
+    /// `emulated_cpus`). After a row fails no other row starts; the
+    /// first failure is returned once the running rows are over.
+    fn rows(&self, measured: &[(&Row, Boot)], jobs: usize) -> Result<Vec<RowOutcome>> {
+        // The rows with the most emulated CPUs, the longest, start first, so that none of
+        // them is left to run alone at the end.
+        let mut order: Vec<usize> = (0..measured.len()).collect();
+        order.sort_by_key(|&index| std::cmp::Reverse(emulated_cpus(&measured[index].1)));
+        let next = AtomicUsize::new(0);
+        let outcomes: Vec<Mutex<Option<Result<RowOutcome>>>> =
+            measured.iter().map(|_| Mutex::new(None)).collect();
+        let failed = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.clamp(1, measured.len().max(1)) {
+                scope.spawn(|| {
+                    while !failed.load(Ordering::Relaxed) {
+                        let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                            break;
+                        };
+                        let (row, boot) = measured[index];
+                        let outcome = self.row(row, boot);
+                        if outcome.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                        }
+                        *lock(&outcomes[index]) = Some(outcome);
+                    }
+                });
+            }
+        });
+        let mut done = Vec::new();
+        for outcome in outcomes {
+            match outcome.into_inner().unwrap_or_else(PoisonError::into_inner) {
+                Some(Ok(outcome)) => done.push(outcome),
+                Some(Err(error)) => return Err(error),
+                // Not started: a failure stopped the run, and it is returned above.
+                None => {}
+            }
+        }
+        Ok(done)
+    }
+
+    /// Boots `row` (once, or once per Linux job) and reads its records. Its files (boot
+    /// image, generated configuration, device trees) are in a folder of its own under
+    /// `build/bench/`, so rows may run side by side.
+    fn row(&self, row: &Row, boot: Boot) -> Result<RowOutcome> {
+        let (mode, out) = (self.mode, &self.out);
+        let files =
+            paths::build_dir()
+                .join("bench")
+                .join(format!("{}-{}", row.config, row.guest.name()));
+        fs::create_dir_all(&files).with_context(|| format!("creating {}", files.display()))?;
+        let jobs = matrix::linux_jobs(&matrix::linux_experiments_of(boot, mode));
         let boots: Vec<&str> = match row.guest {
             Guest::Linux => jobs.iter().map(String::as_str).collect(),
-            Guest::Ivc => ivc_jobs.iter().map(String::as_str).collect(),
+            Guest::Ivc => self.ivc_jobs.iter().map(String::as_str).collect(),
             Guest::FreeRtos | Guest::Fabric => vec![""],
         };
+        let mut outcome = RowOutcome::default();
         let mut console = String::new();
         let mut worst = None;
         let mut profiled = Profiled::default();
         for (index, job) in boots.iter().enumerate() {
-            let started = runner::command(*boot, job, mode, &cache, options.cpu)?;
+            let started = runner::command(boot, job, mode, &self.cache, &files, self.cpu)?;
             let mut cmd = started.cmd;
             let name = format!("{}-{}-{}", row.config, row.guest.name(), index + 1);
             let profile_file = out.join(format!("profile-{name}.txt"));
             if let Some(platform) = started.partita {
-                profile::attach(&mut cmd, &plugin, platform, &profile_file)?;
+                profile::attach(&mut cmd, &self.plugin, platform, &profile_file)?;
             }
-            provenance.runs.push(RunCommand {
+            outcome.runs.push(RunCommand {
                 config: row.config.to_owned(),
                 guest: row.guest.name().to_owned(),
                 command: crate::process::describe(&cmd),
             });
+            let next = |experiment: &str| {
+                lock(&self.progress).next(row.config, row.guest.name(), experiment);
+            };
             match row.guest {
-                Guest::FreeRtos => progress.next(row.config, row.guest.name(), "rtos-suite"),
-                Guest::Fabric => progress.next(row.config, row.guest.name(), "ofdm"),
+                Guest::FreeRtos => next("rtos-suite"),
+                Guest::Fabric => next("ofdm"),
                 Guest::Linux | Guest::Ivc => {}
             }
             // FreeRTOS never stops in an IVC row: the run ends with Linux's job.
             let stop_after: Option<fn(&str) -> bool> = match row.guest {
                 Guest::Ivc => Some(|line| line.starts_with(runner::DEMO_END)),
-                _ => runner::stop_line(*boot),
+                _ => runner::stop_line(boot),
             };
-            let captured =
-                runner::execute(&mut cmd, deadline(mode, row.guest), stop_after, |name| {
-                    progress.next(row.config, row.guest.name(), name);
-                })?;
+            let captured = runner::execute(&mut cmd, deadline(mode, row.guest), stop_after, next)?;
             let log = out.join(format!("console-{name}.txt"));
             fs::write(&log, &captured.output)
                 .with_context(|| format!("writing {}", log.display()))?;
@@ -197,16 +329,16 @@ pub fn run(options: &Options) -> Result<PathBuf> {
                 profiled.add(profile::read_counts(&profile_file));
             }
         }
-        let (found, lost) = records_of(row, *boot, mode, &console, worst.as_deref());
-        records.extend(found);
-        not_measured.extend(lost);
+        let (found, lost) = records_of(row, boot, mode, &console, worst.as_deref());
+        outcome.records.extend(found);
+        outcome.not_measured.extend(lost);
         match profiled {
-            Profiled::Counted { total, el2 } => records.extend(
+            Profiled::Counted { total, el2 } => outcome.records.extend(
                 profiled_records(row.guest.name(), total, el2)
                     .into_iter()
                     .map(|m| m.label(row.config)),
             ),
-            Profiled::Lost(why) => not_measured.push(NotMeasured {
+            Profiled::Lost(why) => outcome.not_measured.push(NotMeasured {
                 config: row.config.to_owned(),
                 guest: row.guest.name().to_owned(),
                 what: "EL2 profile".to_owned(),
@@ -214,22 +346,8 @@ pub fn run(options: &Options) -> Result<PathBuf> {
             }),
             Profiled::None => {}
         }
+        Ok(outcome)
     }
-    not_measured.extend(unmeasured_rows());
-    let results = Results {
-        provenance,
-        records,
-        not_measured,
-    };
-    write_outputs(&out, &results)?;
-    step(format!(
-        "benchmark ({} mode) done in {}: {} records in {}",
-        mode.name(),
-        runner::minutes_seconds(progress.elapsed()),
-        results.records.len(),
-        paths::shown(&out).display()
-    ));
-    Ok(out)
 }
 
 /// Refuses an `--only` that names no configuration.
@@ -461,6 +579,20 @@ mod tests {
         ROWS.iter()
             .find(|r| r.config == config && r.guest == guest)
             .unwrap()
+    }
+
+    #[test]
+    fn rows_know_how_many_cpus_qemu_emulates_for_them() {
+        let cpus = |config, guest| emulated_cpus(&row(config, guest).boot);
+        assert_eq!(cpus("scale-4vm-4cpu", Guest::FreeRtos), 4);
+        assert_eq!(cpus("scale-2vm-3cpu", Guest::FreeRtos), 3);
+        assert_eq!(cpus("mixed-hackbench", Guest::FreeRtos), 2);
+        assert_eq!(cpus("split-idle", Guest::FreeRtos), 2);
+        assert_eq!(cpus("shared-hackbench", Guest::FreeRtos), 1);
+        assert_eq!(cpus("solo", Guest::FreeRtos), 1);
+        assert_eq!(cpus("xen-solo", Guest::FreeRtos), 1);
+        assert!(cpus("native-smp", Guest::Linux) > 1);
+        assert!(cpus("smp", Guest::Linux) > 1);
     }
 
     fn boot_of(config: &str, guest: Guest) -> Boot {

@@ -63,10 +63,18 @@ pub fn minutes_seconds(elapsed: Duration) -> String {
 }
 
 /// The QEMU command that boots `boot`; Linux rows run `job`, the FreeRTOS row gets the
-/// boot arguments of `mode`.
+/// boot arguments of `mode`. The files the boot needs (image, generated configuration,
+/// device trees) are written into `files`, the row's own folder.
 /// QEMU emulates `cpu`; a Partita boot runs on its configuration's board, the others on
 /// qemu-virt.
-pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Result<BootCommand> {
+pub fn command(
+    boot: Boot,
+    job: &str,
+    mode: Mode,
+    cache: &Path,
+    files: &Path,
+    cpu: Cpu,
+) -> Result<BootCommand> {
     let other = |cmd: Command| BootCommand { cmd, partita: None };
     Ok(match boot {
         Boot::NativeLinux | Boot::NativeLinuxSmp(_) => {
@@ -90,19 +98,17 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
             other(cmd)
         }
         Boot::PartitaFreeRtos => {
-            let dir = paths::build_dir().join("bench");
-            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            let config = dir.join("freertos-solo.toml");
+            let config = files.join("freertos-solo.toml");
             let text = FREERTOS_SOLO
                 .replace("{image}", &paths::guest_image("freertos").to_string_lossy())
                 .replace("{bootargs}", freertos_bootargs(mode));
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
-            let image = dir.join("partita.img");
+            let image = files.join("partita.img");
             let system = build::boot_image(&config, &image, None, &ConsoleUse::AllTagged)?;
             partita(&image, &system, cpu)
         }
         Boot::Fabric(config) => {
-            let image = paths::build_dir().join("bench").join("partita.img");
+            let image = files.join("partita.img");
             let system = build::boot_image(
                 &paths::root().join(config),
                 &image,
@@ -112,7 +118,7 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
             partita(&image, &system, cpu)
         }
         Boot::Partita(config) | Boot::PartitaSmp(config) | Boot::BesideDemo(config, _) => {
-            let image = paths::build_dir().join("bench").join("partita.img");
+            let image = files.join("partita.img");
             let system = build::boot_image(
                 &paths::root().join(config),
                 &image,
@@ -123,12 +129,10 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
         }
         Boot::Beside { config, load } => {
             let bootargs = format!("{}{}", beside_bootargs(mode), load.rtos_bootargs());
-            beside(&paths::root().join(config), load, &bootargs, cpu)?
+            beside(&paths::root().join(config), load, &bootargs, files, cpu)?
         }
         Boot::Scale { vms, cpus } => {
-            let dir = paths::build_dir().join("bench");
-            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            let config = dir.join(format!("scale-{vms}vm-{cpus}cpu.toml"));
+            let config = files.join(format!("scale-{vms}vm-{cpus}cpu.toml"));
             let text = scale_config(
                 vms,
                 cpus,
@@ -137,12 +141,19 @@ pub fn command(boot: Boot, job: &str, mode: Mode, cache: &Path, cpu: Cpu) -> Res
                 &cache.join("linux").join("initramfs.cpio"),
             );
             fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
-            beside(&config, scale_load(cpus), &beside_bootargs(mode), cpu)?
+            beside(
+                &config,
+                scale_load(cpus),
+                &beside_bootargs(mode),
+                files,
+                cpu,
+            )?
         }
-        Boot::XenDom0 => other(xen_boot(cache, Some(Some(job)), None)?),
-        Boot::XenDomU(None) => other(xen_boot(cache, None, Some(freertos_bootargs(mode)))?),
+        Boot::XenDom0 => other(xen_boot(cache, files, Some(Some(job)), None)?),
+        Boot::XenDomU(None) => other(xen_boot(cache, files, None, Some(freertos_bootargs(mode)))?),
         Boot::XenDomU(Some(load)) => other(xen_boot(
             cache,
+            files,
             Some(Some(&load.job())),
             Some(&beside_bootargs(mode)),
         )?),
@@ -166,9 +177,15 @@ fn partita(image: &Path, system: &System, cpu: Cpu) -> BootCommand {
 }
 
 /// Partita with the system in `config`: its FreeRTOS VM runs with `bootargs` (the latency
-/// benchmark) and its Linux VM runs `load`.
-fn beside(config: &Path, load: Load, bootargs: &str, cpu: Cpu) -> Result<BootCommand> {
-    let image = paths::build_dir().join("bench").join("partita.img");
+/// benchmark) and its Linux VM runs `load`; its image is written into `files`.
+fn beside(
+    config: &Path,
+    load: Load,
+    bootargs: &str,
+    files: &Path,
+    cpu: Cpu,
+) -> Result<BootCommand> {
+    let image = files.join("partita.img");
     let system = build::boot_image_with(
         config,
         &image,
@@ -179,12 +196,17 @@ fn beside(config: &Path, load: Load, bootargs: &str, cpu: Cpu) -> Result<BootCom
     Ok(partita(&image, &system, cpu))
 }
 
-fn xen_boot(cache: &Path, dom0: Option<Option<&str>>, freertos: Option<&str>) -> Result<Command> {
+fn xen_boot(
+    cache: &Path,
+    files: &Path,
+    dom0: Option<Option<&str>>,
+    freertos: Option<&str>,
+) -> Result<Command> {
     let domains = xen::Domains { dom0, freertos };
     let options = xen::XenOptions {
         clock: Clock::Counted,
     };
-    Ok(xen::boot(cache, &domains, &options)?.command)
+    Ok(xen::boot(cache, files, &domains, &options)?.command)
 }
 
 /// The console line after which a Linux job beside the FreeRTOS demo is over: Linux has

@@ -117,9 +117,14 @@ pub struct Boot {
 }
 
 /// Prepares Xen (and Linux when dom0 runs), places the modules and, with a domU, writes
-/// the machine's device tree (`build/xen/host.dtb`) and the same with the domU
-/// (`build/xen/dom0less.dtb`); returns the QEMU command of the boot.
-pub fn boot(cache: &Path, domains: &Domains<'_>, options: &XenOptions) -> Result<Boot> {
+/// the machine's device tree (`host.dtb`) and the same with the domU (`dom0less.dtb`) into
+/// `files` (`build/xen/`, or a bench row's folder); returns the QEMU command of the boot.
+pub fn boot(
+    cache: &Path,
+    files: &Path,
+    domains: &Domains<'_>,
+    options: &XenOptions,
+) -> Result<Boot> {
     if domains.dom0.is_none() && domains.freertos.is_none() {
         bail!("a Xen boot needs dom0, a domU or both");
     }
@@ -156,9 +161,8 @@ pub fn boot(cache: &Path, domains: &Domains<'_>, options: &XenOptions) -> Result
         image: &image,
         addr: *layout.addresses.last().expect("the domU was placed"),
     };
-    let dir = paths::build_dir().join("xen");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let host = dir.join("host.dtb");
+    std::fs::create_dir_all(files).with_context(|| format!("creating {}", files.display()))?;
+    let host = files.join("host.dtb");
     process::output(&mut qemu::dump_command(
         &hypervisor.binary,
         dom0.as_ref(),
@@ -177,7 +181,7 @@ pub fn boot(cache: &Path, domains: &Domains<'_>, options: &XenOptions) -> Result
             vcpus: 1,
         }],
     )?;
-    let dtb = dir.join("dom0less.dtb");
+    let dtb = files.join("dom0less.dtb");
     std::fs::write(&dtb, tree).with_context(|| format!("writing {}", dtb.display()))?;
     let command = qemu::command(
         &hypervisor.binary,
@@ -210,9 +214,14 @@ mod tests {
         let options = XenOptions {
             clock: crate::qemu::Clock::Host,
         };
-        let error = boot(Path::new("/nonexistent"), &domains, &options)
-            .err()
-            .unwrap();
+        let error = boot(
+            Path::new("/nonexistent"),
+            Path::new("/nonexistent/files"),
+            &domains,
+            &options,
+        )
+        .err()
+        .unwrap();
         assert_eq!(error.to_string(), "a Xen boot needs dom0, a domU or both");
     }
 
