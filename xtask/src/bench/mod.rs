@@ -231,8 +231,8 @@ impl Bench {
     /// Runs the measured rows, `jobs` at a time (each QEMU is one host thread under
     /// `-icount`, and its figures are the same whatever else the host runs), and returns
     /// their outcomes in the matrix's order (the longest rows start first,
-    /// `emulated_cpus`). After a row fails no other row starts; the
-    /// first failure is returned once the running rows are over.
+    /// `emulated_cpus`). After a row fails no other row starts; the first failure is
+    /// returned once the running rows are over.
     fn rows(&self, measured: &[(&Row, Boot)], jobs: usize) -> Result<Vec<RowOutcome>> {
         // The rows with the most emulated CPUs, the longest, start first, so that none of
         // them is left to run alone at the end.
