@@ -87,6 +87,17 @@ pub struct ShortExit<'a> {
     switched: *mut GuestRegs,
 }
 
+/// A physical IRQ as `ShortExit::acknowledge` found it, for the rest of its exit
+/// (`ShortExitHandler::interrupt`).
+pub enum Taken {
+    /// No interrupt (a spurious INTID).
+    Spurious,
+    /// Another VM's interrupt, or Partita's own: the general path takes it (`held`).
+    Foreign(u32),
+    /// This vCPU's, its priority dropped: to inject.
+    Own(u32),
+}
+
 /// The other vCPU of a CPU shared by two, and the CPU's run queue: what the short exit needs
 /// to hand the CPU from one vCPU to the other inside the world switch (`ShortExit::switch`).
 struct Pair<'a> {
@@ -126,6 +137,22 @@ impl ShortExitHandler for ShortExit<'_> {
             // With every register saved no switch is made (`Registers::switchable`).
             Light::General | Light::AllRegisters | Light::Switched => Handled::Return(exit),
         }
+    }
+
+    /// A trapped system register with the guest's caller-saved registers and x19..x29
+    /// stored, its quick part: a self-SGI as a port sends it, again into list register 0
+    /// (`send_sgi_again`).
+    #[inline(always)]
+    fn system_register_quick(&mut self, regs: &mut SysregSaved, start: u64) -> Option<Light> {
+        self.counters.settle(regs.entered());
+        let esr = ESR_EL2.get();
+        let value = regs.get(sgi_register(esr)?);
+        if !self.send_sgi_again(value) {
+            return None;
+        }
+        regs.advance(instruction_len(esr));
+        self.counters.done(start, ShortPath::Sgi);
+        Some(Light::Done)
     }
 
     /// A trapped system register with the guest's caller-saved registers and x19..x29
@@ -169,11 +196,27 @@ impl ShortExitHandler for ShortExit<'_> {
         }
     }
 
-    /// A physical IRQ with the guest's caller-saved registers.
-    #[inline]
-    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
+    type Taken = Taken;
+
+    /// A physical IRQ with the guest's caller-saved registers, its quick part: this vCPU's
+    /// interrupt again into list register 0 (`inject_again`).
+    #[inline(always)]
+    fn interrupt_quick(&mut self, regs: &mut CallerSaved, start: u64) -> Result<Light, Taken> {
         self.counters.settle(regs.entered());
-        self.dispatch(regs, start, Exit::Irq)
+        let taken = self.acknowledge();
+        if let Taken::Own(intid) = taken {
+            if self.inject_again(intid) {
+                self.counters.done(start, ShortPath::Injection);
+                return Ok(Light::Done);
+            }
+        }
+        Err(taken)
+    }
+
+    /// A physical IRQ the quick part did not finish.
+    #[inline]
+    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64, taken: Taken) -> Light {
+        self.irq(regs, start, taken)
     }
 
     /// A data abort taken at `start`, with the guest's caller-saved registers: a
@@ -232,12 +275,10 @@ impl<'a> ShortExit<'a> {
     #[inline(always)]
     fn dispatch<R: Registers>(&mut self, regs: &mut R, start: u64, exit: Exit) -> Light {
         let path = match exit {
-            Exit::Irq => match self.interrupt() {
-                Err(Light::General) if self.pair.is_some() => {
-                    return self.switch_at_deadline(regs, start)
-                }
-                path => path,
-            },
+            Exit::Irq => {
+                let taken = self.acknowledge();
+                return self.irq(regs, start, taken);
+            }
             Exit::Synchronous => {
                 let esr = ESR_EL2.get();
                 if esr >> 26 == EC_WFX {
@@ -256,18 +297,63 @@ impl<'a> ShortExit<'a> {
         }
     }
 
-    /// A physical IRQ: the loaded vCPU's timer PPI or an interrupt the VM owns is injected.
+    /// Acknowledges a physical IRQ: whose it is, the priority of this vCPU's own (the
+    /// loaded vCPU's timer PPI, or an interrupt the VM owns) dropped.
     #[inline(always)]
-    fn interrupt(&mut self) -> Result<ShortPath, Light> {
+    fn acknowledge(&self) -> Taken {
         let shared = &*self.vm.shared;
-        let intid = gic::acknowledge().ok_or(Light::General)?;
-        if intid != shared.board().timer_virt_irq && !shared.owns(intid) {
-            self.held = Some(intid);
-            return Err(Light::General);
+        match gic::acknowledge() {
+            None => Taken::Spurious,
+            Some(intid) if intid != shared.board().timer_virt_irq && !shared.owns(intid) => {
+                Taken::Foreign(intid)
+            }
+            Some(intid) => {
+                gic::end_of_interrupt(intid);
+                Taken::Own(intid)
+            }
         }
-        gic::end_of_interrupt(intid);
-        self.inject_running(intid);
-        Ok(ShortPath::Injection)
+    }
+
+    /// A physical IRQ exit taken at `start`, its interrupt acknowledged (`taken`): this
+    /// vCPU's own is injected; another is held for the general path, or on a CPU shared by
+    /// two it may be the switch at the run queue's deadline (`switch_at_deadline`).
+    #[inline(always)]
+    fn irq<R: Registers>(&mut self, regs: &mut R, start: u64, taken: Taken) -> Light {
+        match taken {
+            Taken::Own(intid) => {
+                self.inject_running(intid);
+                self.counters.done(start, ShortPath::Injection);
+                Light::Done
+            }
+            Taken::Foreign(intid) => {
+                self.held = Some(intid);
+                self.general_irq(regs, start)
+            }
+            Taken::Spurious => self.general_irq(regs, start),
+        }
+    }
+
+    /// An IRQ exit that is not this vCPU's to inject: the general path's, unless it is the
+    /// switch at the deadline on a CPU shared by two.
+    #[inline(always)]
+    fn general_irq<R: Registers>(&mut self, regs: &mut R, start: u64) -> Light {
+        if self.pair.is_some() {
+            self.switch_at_deadline(regs, start)
+        } else {
+            Light::General
+        }
+    }
+
+    /// The quick injection of `intid`, this vCPU's own, its priority dropped: the same SGI
+    /// or PPI again into list register 0 (`VirtualGic::inject_again_running`), when the
+    /// VM's lock is free at once. True when it did; the rest is `inject_running`'s.
+    #[inline(always)]
+    fn inject_again(&mut self, intid: u32) -> bool {
+        let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
+        match shared.try_hardware() {
+            Some(hw) => vgic.inject_again_running(&hw.vgic, intid),
+            None => false,
+        }
     }
 
     /// Injects `intid`, acknowledged and its priority dropped, into the vCPU, which runs on
@@ -312,6 +398,18 @@ impl<'a> ShortExit<'a> {
         self.send_sgi(value);
         regs.advance(instruction_len(esr));
         Ok(ShortPath::Sgi)
+    }
+
+    /// The quick send of a trapped ICC_SGI1R_EL1 write of `value`: a self-SGI as a port
+    /// sends it, again into list register 0 (`VirtualGic::send_sgi_again`), when the VM's
+    /// lock is free at once. True when it did; the rest is `send_sgi`'s.
+    #[inline(always)]
+    fn send_sgi_again(&mut self, value: u64) -> bool {
+        let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
+        match shared.try_hardware() {
+            Some(hw) => vgic.send_sgi_again(&hw.vgic, value),
+            None => false,
+        }
     }
 
     /// A trapped ICC_SGI1R_EL1 write of `value`: the SGI is made pending on its targets,

@@ -218,6 +218,15 @@ impl VirtualGic {
         Injected::General
     }
 
+    /// `inject_running`'s first case alone, for an IRQ exit's quick part: true when
+    /// `intid` went again into list register 0 (`inject_again`), and nothing else changed.
+    #[inline(always)]
+    pub fn inject_again_running(&mut self, model: &Vgic, intid: u32) -> bool {
+        !self.stale
+            && !self.parked
+            && self.inject_again(model, intid, gic_hyp::empty_list_registers())
+    }
+
     /// `inject` when the short injection did not take the interrupt: fold, inject, and
     /// let `before_entry` choose the list registers again.
     #[inline(never)]
@@ -303,6 +312,17 @@ impl VirtualGic {
         }
         self.send_sgi_general(model, value);
         false
+    }
+
+    /// `send_sgi`'s first case alone, for a trapped system register's quick part: true
+    /// when `value` is a self-SGI as a port sends it (`SelfSgi`) and it went again into
+    /// list register 0 (`inject_again_running`).
+    #[inline(always)]
+    pub fn send_sgi_again(&mut self, model: &Vgic, value: u64) -> bool {
+        match self.self_sgi.intid(value) {
+            Some(intid) => self.inject_again_running(model, intid),
+            None => false,
+        }
     }
 
     /// `send_sgi` when the short injection did not take it: fold, make it pending on its

@@ -203,6 +203,12 @@ impl Shared {
         self.hw.lock()
     }
 
+    /// Its devices and virtual GIC, locked if the lock is free at once.
+    #[inline(always)]
+    pub fn try_hardware(&self) -> Option<crate::lock::MutexGuard<'_, Hardware>> {
+        self.hw.try_lock()
+    }
+
     /// Tells vCPU `vcpu`'s CPU to look at it.
     fn kick(&self, vcpu: usize) {
         if let Some(v) = self.vcpus.get(vcpu) {

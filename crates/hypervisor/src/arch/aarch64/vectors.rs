@@ -134,8 +134,14 @@ pub trait ShortExitHandler {
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled;
 
     /// A trapped system register access (ESR_EL2.EC 0x18) taken at `start`, with the
-    /// guest's caller-saved registers saved and x19..x29 stored (`SysregSaved`): `light`
-    /// for it, which the vector knows already.
+    /// guest's caller-saved registers saved and x19..x29 stored (`SysregSaved`), its quick
+    /// part: code with no call in it, as `interrupt_quick`'s. `Some` when it finished the
+    /// exit; `None` when it changed nothing but what `system_register` finds done (the
+    /// counters' settling), which then takes the exit.
+    fn system_register_quick(&mut self, regs: &mut SysregSaved, start: u64) -> Option<Light>;
+
+    /// A trapped system register access that `system_register_quick` did not finish:
+    /// `light` for it, which the vector knows already.
     fn system_register(&mut self, regs: &mut SysregSaved, start: u64) -> Light;
 
     /// A WFx or SMC from the guest, taken at `start`, asked first, with only the guest's
@@ -148,8 +154,19 @@ pub trait ShortExitHandler {
     /// knows already.
     fn hypercall(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
 
-    /// A physical IRQ taken at `start`: `light` for the IRQ vector.
-    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
+    /// What the quick part of a physical IRQ leaves to `interrupt`: the interrupt it
+    /// acknowledged, and how far it went with it.
+    type Taken;
+
+    /// A physical IRQ taken at `start`, its quick part: code with no call in it, so that
+    /// its handler (`light_exit`) needs no frame of callee-saved registers. `Ok` when it
+    /// finished the exit, or `Err` with what `interrupt` takes on.
+    fn interrupt_quick(&mut self, regs: &mut CallerSaved, start: u64)
+        -> Result<Light, Self::Taken>;
+
+    /// A physical IRQ that `interrupt_quick` did not finish, with what it left (`taken`):
+    /// `light` for the IRQ vector.
+    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64, taken: Self::Taken) -> Light;
 
     /// A data abort from the guest taken at `start`: `light` for the data abort, which the
     /// vector knows already.
@@ -368,20 +385,75 @@ extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
     // transparent wrappers of `GuestRegs`, so the casts keep layout and validity; the
     // system register's entry (`guest_sysreg`) stored x19..x29, as `SysregSaved` says.
     let short = unsafe { &mut *short.cast::<S>() };
-    let light = if ENTRY == SYSTEM_REGISTER {
+    // The IRQ and the system register have a quick part (`interrupt_quick`,
+    // `system_register_quick`), which calls nothing: the rest of their exit is out of line
+    // (`interrupt_exit`, `system_register_exit`), so that the quick part makes no frame.
+    if ENTRY == INTERRUPT {
         // SAFETY: as above.
-        let regs = unsafe { &mut *regs.cast::<SysregSaved>() };
-        short.system_register(regs, start)
-    } else {
+        let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
+        return match short.interrupt_quick(saved, start) {
+            Ok(light) => LightAnswer {
+                light: light as u64,
+                regs,
+            },
+            Err(taken) => interrupt_exit(start, regs, short, taken),
+        };
+    }
+    if ENTRY == SYSTEM_REGISTER {
         // SAFETY: as above.
-        let regs = unsafe { &mut *regs.cast::<CallerSaved>() };
-        match ENTRY {
-            DATA_ABORT => short.data_abort(regs, start),
-            HYPERCALL => short.hypercall(regs, start),
-            INTERRUPT => short.interrupt(regs, start),
-            _ => short.light(regs, start),
-        }
+        let saved = unsafe { &mut *regs.cast::<SysregSaved>() };
+        return match short.system_register_quick(saved, start) {
+            Some(light) => LightAnswer {
+                light: light as u64,
+                regs,
+            },
+            None => system_register_exit(start, regs, short),
+        };
+    }
+    // SAFETY: as above.
+    let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
+    let light = match ENTRY {
+        DATA_ABORT => short.data_abort(saved, start),
+        HYPERCALL => short.hypercall(saved, start),
+        _ => short.light(saved, start),
     };
+    answer(light, regs, short)
+}
+
+/// The IRQ's light entry (`light_exit`) after a quick part that did not finish it
+/// (`ShortExitHandler::interrupt_quick`).
+#[inline(never)]
+fn interrupt_exit<S: ShortExitHandler>(
+    start: u64,
+    regs: *mut GuestRegs,
+    short: &mut S,
+    taken: S::Taken,
+) -> LightAnswer {
+    // SAFETY: as in `light_exit`, whose arguments these are.
+    let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
+    let light = short.interrupt(saved, start, taken);
+    answer(light, regs, short)
+}
+
+/// The system register's light entry (`light_exit`) after a quick part that did not finish
+/// it (`ShortExitHandler::system_register_quick`).
+#[inline(never)]
+fn system_register_exit<S: ShortExitHandler>(
+    start: u64,
+    regs: *mut GuestRegs,
+    short: &mut S,
+) -> LightAnswer {
+    // SAFETY: as in `light_exit`, whose arguments these are; its system register entry
+    // (`guest_sysreg`) stored x19..x29.
+    let saved = unsafe { &mut *regs.cast::<SysregSaved>() };
+    let light = short.system_register(saved, start);
+    answer(light, regs, short)
+}
+
+/// A light entry's answer: `light`, and the register file to enter, `regs` unless the
+/// handler switched to another vCPU.
+#[inline(always)]
+fn answer<S: ShortExitHandler>(light: Light, regs: *mut GuestRegs, short: &mut S) -> LightAnswer {
     let regs = if light == Light::Switched {
         short.switched_regs()
     } else {
