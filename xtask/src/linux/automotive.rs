@@ -155,6 +155,7 @@ fn compile(compiler: &str, extra: &[&str], sources: &Path, out: &Path) -> Result
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// (program line, input) -> checksum, as the guest prints them too.
     const EXPECTED: [(&str, &str, &str); 12] = [
@@ -181,8 +182,13 @@ mod tests {
 
     impl HostBuild {
         fn new() -> HostBuild {
-            let dir =
-                std::env::temp_dir().join(format!("partita-automotive-{}", std::process::id()));
+            // One directory a build: the tests run side by side.
+            static BUILDS: AtomicUsize = AtomicUsize::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "partita-automotive-{}-{}",
+                std::process::id(),
+                BUILDS.fetch_add(1, Ordering::Relaxed)
+            ));
             let sources = dir.join("src");
             crate::linux::write_sources(&sources, &SOURCES).unwrap();
             let binaries = compile("gcc", &[], &sources, &dir.join("bin")).unwrap();
@@ -265,8 +271,56 @@ mod tests {
         let driver = SOURCES.iter().find(|(name, _)| *name == DRIVER).unwrap().1;
         let line = driver
             .lines()
+            .map(str::trim)
             .find(|line| line.starts_with("for program in "))
             .unwrap();
         assert_eq!(line, format!("for program in {}; do", PROGRAMS.join(" ")));
+    }
+
+    /// Runs the driver beside the host build's programs with `args`: its exit code,
+    /// stdout and stderr.
+    fn drive(build: &HostBuild, args: &[&str]) -> (Option<i32>, String, String) {
+        let bin = build.binaries[0].parent().unwrap();
+        let driver = SOURCES.iter().find(|(name, _)| *name == DRIVER).unwrap().1;
+        std::fs::write(bin.join(DRIVER), driver).unwrap();
+        let output = Command::new("sh")
+            .arg(bin.join(DRIVER))
+            .args(args)
+            .output()
+            .unwrap();
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        (
+            output.status.code(),
+            text(output.stdout),
+            text(output.stderr),
+        )
+    }
+
+    #[test]
+    fn the_driver_runs_the_suite_as_many_times_as_asked_and_refuses_bad_arguments() {
+        let build = HostBuild::new();
+        let (code, out, _) = drive(&build, &["small", "2"]);
+        assert_eq!(code, Some(0));
+        let qsort: Vec<&str> = out
+            .lines()
+            .filter(|line| line.starts_with("auto: program=qsort input=small "))
+            .collect();
+        assert_eq!(qsort.len(), 2, "{out}");
+        assert_eq!(out.lines().filter(|l| l.starts_with("auto: ")).count(), 12);
+        for args in [
+            &["small", "0"][..],
+            &["small", "two"],
+            &["medium"],
+            &["small", "-1"],
+        ] {
+            let (code, out, err) = drive(&build, args);
+            assert_eq!(code, Some(2), "{args:?}");
+            assert!(out.is_empty(), "{args:?}: {out}");
+            assert!(
+                err.ends_with("run-all [small|large] [runs]\n"),
+                "{args:?}: {err}"
+            );
+            assert!(err.starts_with("usage: "), "{args:?}: {err}");
+        }
     }
 }

@@ -1,24 +1,35 @@
 //! The automotive suite's result lines (guests/automotive/README.md):
 //! `auto: program=<p> input=<small|large> ns=<n> checksum=<hex>`, one experiment
-//! `auto-<p>-<input>` per line with its virtual time in ns.
+//! `auto-<p>-<input>` per program with its virtual time in ns. The driver may run the suite
+//! several times in one boot (`run-all small 5`): a program's figure is then the median of
+//! its runs, beside the fastest and the slowest (`spread`), as hackbench's.
 
 use anyhow::{anyhow, bail, Result};
 
-use super::{key_values, number, Measure};
+use super::{key_values, number, spread, Measure};
 
 pub fn parse(lines: &[String]) -> Result<Vec<Measure>> {
-    let measures = lines
-        .iter()
-        .filter_map(|line| line.strip_prefix("auto: "))
-        .map(result_line)
-        .collect::<Result<Vec<_>>>()?;
-    if measures.is_empty() {
+    // Each program's times, in the order the programs first reported.
+    let mut runs: Vec<(String, Vec<f64>)> = Vec::new();
+    for text in lines.iter().filter_map(|line| line.strip_prefix("auto: ")) {
+        let (experiment, ns) = result_line(text)?;
+        match runs.iter_mut().find(|(name, _)| *name == experiment) {
+            Some((_, times)) => times.push(ns),
+            None => runs.push((experiment, vec![ns])),
+        }
+    }
+    if runs.is_empty() {
         bail!("no `auto:` lines");
+    }
+    let mut measures = Vec::new();
+    for (experiment, times) in runs {
+        measures.extend(spread(&experiment, times, "ns")?);
     }
     Ok(measures)
 }
 
-fn result_line(text: &str) -> Result<Measure> {
+/// One result line's experiment and time (ns).
+fn result_line(text: &str) -> Result<(String, f64)> {
     let field = |key: &str| {
         key_values(text)
             .find(|&(k, _)| k == key)
@@ -26,12 +37,7 @@ fn result_line(text: &str) -> Result<Measure> {
             .ok_or_else(|| anyhow!("`auto: {text}` has no {key}="))
     };
     let experiment = format!("auto-{}-{}", field("program")?, field("input")?);
-    Ok(Measure::new(
-        &experiment,
-        "time",
-        number(field("ns")?, "")?,
-        "ns",
-    ))
+    Ok((experiment, number(field("ns")?, "")?))
 }
 
 #[cfg(test)]
@@ -42,7 +48,8 @@ mod tests {
     #[test]
     fn six_programs_of_the_small_input() {
         let m = parse(&section(NATIVE, "auto-small")).unwrap();
-        let names: Vec<&str> = m.iter().map(|m| m.experiment.as_str()).collect();
+        let times: Vec<&Measure> = m.iter().filter(|m| m.metric == "time").collect();
+        let names: Vec<&str> = times.iter().map(|m| m.experiment.as_str()).collect();
         assert_eq!(
             names,
             [
@@ -55,10 +62,50 @@ mod tests {
             ]
         );
         assert_eq!(
-            m[0],
-            Measure::new("auto-basicmath-small", "time", 51_602_672.0, "ns")
+            m[..4],
+            [
+                Measure::new("auto-basicmath-small", "time", 51_602_672.0, "ns"),
+                Measure::new("auto-basicmath-small", "time_min", 51_602_672.0, "ns"),
+                Measure::new("auto-basicmath-small", "time_max", 51_602_672.0, "ns"),
+                Measure::new("auto-basicmath-small", "runs", 1.0, "count"),
+            ]
         );
-        assert!(m.iter().all(|m| m.unit == "ns" && m.metric == "time"));
+        assert!(times.iter().all(|m| m.unit == "ns"));
+    }
+
+    fn line(program: &str, ns: u64) -> String {
+        format!("auto: program={program} input=small ns={ns} checksum=9c5e")
+    }
+
+    #[test]
+    fn each_program_is_the_median_of_its_runs() {
+        // Three rounds of two programs, as `run-all small 3` prints them (qsort's times
+        // are the spread measured across boots on 2026-11-27).
+        let lines: Vec<String> = [
+            ("qsort", 6_132_432),
+            ("susan-edges", 3_777_392),
+            ("qsort", 6_170_352),
+            ("susan-edges", 3_777_392),
+            ("qsort", 6_157_680),
+            ("susan-edges", 3_777_376),
+        ]
+        .iter()
+        .map(|&(program, ns)| line(program, ns))
+        .collect();
+        let m = parse(&lines).unwrap();
+        assert_eq!(
+            m,
+            [
+                Measure::new("auto-qsort-small", "time", 6_157_680.0, "ns"),
+                Measure::new("auto-qsort-small", "time_min", 6_132_432.0, "ns"),
+                Measure::new("auto-qsort-small", "time_max", 6_170_352.0, "ns"),
+                Measure::new("auto-qsort-small", "runs", 3.0, "count"),
+                Measure::new("auto-susan-edges-small", "time", 3_777_392.0, "ns"),
+                Measure::new("auto-susan-edges-small", "time_min", 3_777_376.0, "ns"),
+                Measure::new("auto-susan-edges-small", "time_max", 3_777_392.0, "ns"),
+                Measure::new("auto-susan-edges-small", "runs", 3.0, "count"),
+            ]
+        );
     }
 
     #[test]

@@ -5,28 +5,17 @@
 
 use anyhow::{anyhow, Result};
 
-use super::{number, Measure};
+use super::{number, spread, Measure};
 
 pub fn parse(experiment: &str, lines: &[String]) -> Result<Vec<Measure>> {
-    let mut times = lines
+    let times = lines
         .iter()
         .filter_map(|line| line.split_once("Time:").map(|(_, rest)| number(rest, "")))
         .collect::<Result<Vec<f64>>>()?;
-    times.sort_by(f64::total_cmp);
-    let (Some(&fastest), Some(&slowest)) = (times.first(), times.last()) else {
+    if times.is_empty() {
         return Err(anyhow!("no `Time:` line"));
-    };
-    let middle = times.len() / 2;
-    let median = match times.len() % 2 {
-        1 => times[middle],
-        _ => (times[middle - 1] + times[middle]) / 2.0,
-    };
-    Ok(vec![
-        Measure::new(experiment, "time", median, "s"),
-        Measure::new(experiment, "time_min", fastest, "s"),
-        Measure::new(experiment, "time_max", slowest, "s"),
-        Measure::new(experiment, "runs", times.len() as f64, "count"),
-    ])
+    }
+    spread(experiment, times, "s")
 }
 
 #[cfg(test)]

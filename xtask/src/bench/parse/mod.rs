@@ -45,6 +45,28 @@ pub fn parse(parser: Parser, experiment: &str, lines: &[String]) -> Result<Vec<M
     }
 }
 
+/// Several runs of one experiment's time in `unit`: the median (of an even number, the mean
+/// of the middle two), the fastest, the slowest and how many runs (`time`, `time_min`,
+/// `time_max`, `runs`). A run's time moves from run to run on the same system, with where
+/// the guest's timer ticks fall in it; the median is the figure compared.
+fn spread(experiment: &str, mut times: Vec<f64>, unit: &str) -> Result<Vec<Measure>> {
+    times.sort_by(f64::total_cmp);
+    let (Some(&fastest), Some(&slowest)) = (times.first(), times.last()) else {
+        return Err(anyhow!("{experiment}: no run"));
+    };
+    let middle = times.len() / 2;
+    let median = match times.len() % 2 {
+        1 => times[middle],
+        _ => (times[middle - 1] + times[middle]) / 2.0,
+    };
+    Ok(vec![
+        Measure::new(experiment, "time", median, unit),
+        Measure::new(experiment, "time_min", fastest, unit),
+        Measure::new(experiment, "time_max", slowest, unit),
+        Measure::new(experiment, "runs", times.len() as f64, "count"),
+    ])
+}
+
 /// The `key=value` words of `text`, in order.
 fn key_values(text: &str) -> impl Iterator<Item = (&str, &str)> {
     text.split_whitespace()
