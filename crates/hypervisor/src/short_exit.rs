@@ -401,15 +401,14 @@ impl<'a> ShortExit<'a> {
     }
 
     /// The quick send of a trapped ICC_SGI1R_EL1 write of `value`: a self-SGI as a port
-    /// sends it, again into list register 0 (`VirtualGic::send_sgi_again`), when the VM's
-    /// lock is free at once. True when it did; the rest is `send_sgi`'s.
+    /// sends it (`VirtualGic::self_sgi`), again into list register 0 (`inject_again`).
+    /// True when it did; the rest is `send_sgi`'s.
     #[inline(always)]
     fn send_sgi_again(&mut self, value: u64) -> bool {
-        let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
-        match shared.try_hardware() {
-            Some(hw) => vgic.send_sgi_again(&hw.vgic, value),
-            None => false,
-        }
+        self.vm
+            .vgic
+            .self_sgi(value)
+            .is_some_and(|intid| self.inject_again(intid))
     }
 
     /// A trapped ICC_SGI1R_EL1 write of `value`: the SGI is made pending on its targets,

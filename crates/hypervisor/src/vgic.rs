@@ -302,7 +302,7 @@ impl VirtualGic {
     /// short injection refuses, takes the general path (`send_sgi_general`).
     #[inline(always)]
     pub fn send_sgi(&mut self, model: &mut Vgic, value: u64) -> bool {
-        if let Some(intid) = self.self_sgi.intid(value) {
+        if let Some(intid) = self.self_sgi(value) {
             if !(self.stale || self.parked) {
                 let free = gic_hyp::empty_list_registers();
                 if self.inject_again(model, intid, free) || self.inject_free(model, intid, free) {
@@ -314,15 +314,11 @@ impl VirtualGic {
         false
     }
 
-    /// `send_sgi`'s first case alone, for a trapped system register's quick part: true
-    /// when `value` is a self-SGI as a port sends it (`SelfSgi`) and it went again into
-    /// list register 0 (`inject_again_running`).
+    /// The INTID of a trapped ICC_SGI1R_EL1 write of `value` when it is a self-SGI as a
+    /// port sends it (`SelfSgi`: one compare, no decoding).
     #[inline(always)]
-    pub fn send_sgi_again(&mut self, model: &Vgic, value: u64) -> bool {
-        match self.self_sgi.intid(value) {
-            Some(intid) => self.inject_again_running(model, intid),
-            None => false,
-        }
+    pub fn self_sgi(&self, value: u64) -> Option<u32> {
+        self.self_sgi.intid(value)
     }
 
     /// `send_sgi` when the short injection did not take it: fold, make it pending on its
