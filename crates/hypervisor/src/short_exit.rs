@@ -36,6 +36,11 @@
 //!   dropped); a native-model write that must wait goes to the general path, which blocks
 //!   the vCPU.
 //!
+//! The IRQ and the trapped system register are asked a quick part first
+//! (`interrupt_quick`, `system_register_quick`): the same interrupt, or the port's self-SGI,
+//! again into list register 0, in code that calls nothing, so that their light handler saves
+//! no registers of its own; whatever else they are goes on as above.
+//!
 //! A physical interrupt that arrives meanwhile is taken as soon as the guest runs again. This
 //! module must never finish an exit the general path would handle differently: anything it
 //! does not recognise returns untouched.
