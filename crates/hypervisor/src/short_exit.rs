@@ -39,7 +39,7 @@
 //! The IRQ and the trapped system register are asked a quick part first
 //! (`interrupt_quick`, `system_register_quick`): the same interrupt, or the port's self-SGI,
 //! again into list register 0, in code that calls nothing, so that their light handler saves
-//! no registers of its own; whatever else they are goes on as above.
+//! only its return address; whatever else they are goes on as above.
 //!
 //! A physical interrupt that arrives meanwhile is taken as soon as the guest runs again. This
 //! module must never finish an exit the general path would handle differently: anything it
