@@ -464,23 +464,6 @@ impl ShortExits {
         }
     }
 
-    /// `entering` for VM `vm`'s vCPU on the CPU at `at` into these counts, written in place
-    /// (a switch inside the world switch enters another vCPU with the same short exit: no
-    /// copy of them).
-    #[inline(always)]
-    fn enter_at(&mut self, at: usize, vm: usize) {
-        let (words, first, start, now) = Self::entry(at, vm);
-        self.words = words;
-        self.waiting = first.is_some();
-        self.path = first.and_then(|first| path_words(words, first as usize));
-        self.start = start;
-        self.el2_from = now;
-        self.el2_before = words[Counter::El2Ns as usize].load(Ordering::Relaxed);
-        self.idle = 0;
-        self.resumed = None;
-        self.answered = None;
-    }
-
     /// An entry of VM `vm`'s vCPU now on the CPU at `at`: its words there, the path that
     /// ends with it and that path's start (`entering`), and the clock.
     #[inline(always)]
@@ -632,19 +615,55 @@ impl ShortExits {
 
     /// A switch inside the world switch (`ShortExit::switch`): the entered vCPU, of VM
     /// `from`, last entered at `entered`, left the CPU for an exit taken at `exited` that a
-    /// `trap` caused, and VM `to`'s vCPU is entered now. What the general path counts for
-    /// that exit (`finish`, `exited`, `trap`), the switch (`switched_in`) and the entry
-    /// (`enter`), this CPU's index read once and each VM's words found once.
+    /// `trap` caused, and VM `to`'s vCPU is entered now. Counts what the general path counts
+    /// for that exit (`finish`, `exited`, `trap`), the switch (`switched_in`) and the entry
+    /// (`entering`), folded into one step: the old guest's time ends at its exit, the
+    /// switch's EL2 time (exit to now) is the old VM's, and the path ending at the new
+    /// guest's entry is the switch's when the two vCPUs are of different VMs (none
+    /// otherwise, as `entering` finds), measured from the exit. A VM without counters has
+    /// this CPU's spare words: counting there is counting nothing, as the general path does
+    /// for it.
     pub fn switch(&mut self, from: usize, entered: u64, exited: u64, trap: Trap, to: usize) {
         let at = cpu_index();
         let cpu = &CPUS[at];
-        let exited = self.finish_at(cpu, entered, exited);
-        // A VM without counters has this CPU's spare words: counting there is counting
-        // nothing, as `exited` and `trap` do for it.
-        exited_at(cpu, Some(self.words), from, exited);
-        trap_at(cpu, Some(self.words), trap);
-        self.enter_at(at, to);
-        add_words(self.words, Counter::Switches, 1);
+        self.settle(entered);
+        let old = self.words;
+        let exited = self.resumed.unwrap_or(exited);
+        let el2 = old[Counter::El2Ns as usize]
+            .load(Ordering::Relaxed)
+            .wrapping_sub(self.el2_before);
+        let guest_from = cpu
+            .mark
+            .load(Ordering::Relaxed)
+            .wrapping_add(el2)
+            .wrapping_add(self.idle);
+        add_words(old, Counter::GuestNs, exited.wrapping_sub(guest_from));
+        add_words(old, trap.counter(), 1);
+        let now = clock();
+        add_words(old, Counter::El2Ns, now.wrapping_sub(exited));
+        let answered = cpu.answered_at.load(Ordering::Relaxed);
+        if answered != 0 {
+            cpu.answered_at.store(0, Ordering::Relaxed);
+            fold_at(&cpu.resume, 0, now.wrapping_sub(answered));
+        }
+        cpu.mark.store(now, Ordering::Relaxed);
+        cpu.owner.store(from as u64, Ordering::Relaxed);
+        cpu.kind.store(trap.kind() as u64, Ordering::Relaxed);
+        cpu.injected.store(0, Ordering::Relaxed);
+        let words = VMS[at].get(to).map_or(&SPARE[at].0, |w| &w.0);
+        self.words = words;
+        self.waiting = from != to;
+        self.path = self
+            .waiting
+            .then(|| path_words(words, Counter::SwitchCount as usize))
+            .flatten();
+        self.start = exited;
+        self.el2_from = now;
+        self.el2_before = words[Counter::El2Ns as usize].load(Ordering::Relaxed);
+        self.idle = 0;
+        self.resumed = None;
+        self.answered = None;
+        add_words(words, Counter::Switches, 1);
     }
 
     /// A WFI's short exit woke at `woke` (`idle`'s clock) for an interrupt that is not the
