@@ -9,7 +9,7 @@
 //! (PMCCFILTR_EL0.NSH): under QEMU TCG it is the virtual clock at 1 GHz, so with
 //! `-icount shift=0` one tick is one instruction and one nanosecond (CNTPCT_EL0 would give
 //! 16 ns steps, as long as a short path). Guests' PMU accesses trap (MDCR_EL2.TPM/TPMCR,
-//! set by `Vcpu::load`) and read as zero, so no guest can reset or stop it.
+//! set by `vcpu::init_cpu`) and read as zero, so no guest can reset or stop it.
 //!
 //! Cheap on the hot paths: each CPU keeps its own words for every VM (a VM with several
 //! vCPUs is counted on each of their CPUs) and its own bookkeeping, so every word has one
@@ -151,7 +151,7 @@ pub fn has_pmu() -> bool {
 }
 
 /// Starts this CPU's clock; call once per CPU before any VM (guests never reach the PMU:
-/// `Vcpu::load` sets MDCR_EL2's traps and `trap.rs` makes the registers read as zero).
+/// `vcpu::init_cpu` sets MDCR_EL2's traps and `trap.rs` makes the registers read as zero).
 pub fn init_cpu() {
     if !has_pmu() {
         PMU.store(false, Ordering::Relaxed);

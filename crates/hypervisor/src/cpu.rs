@@ -58,6 +58,7 @@ pub fn run(cpu: usize) -> ! {
     gic::init_cpu(board, cpu);
     // The fabric CPU times Table 4's parts with the counters' clock too.
     crate::counters::init_cpu();
+    crate::vcpu::init_cpu();
     if crate::fabric::is_fabric_cpu(cpu) {
         crate::fabric::run(board);
     }

@@ -94,15 +94,11 @@ impl Vcpu {
     }
 
     /// Loads this vCPU's EL1 state, virtual CPU interface and EL2 controls onto the current
-    /// CPU; the VM's virtual counter is the physical one minus `counter_offset`.
+    /// CPU (`init_cpu` set the controls every vCPU shares); the VM's virtual counter is the
+    /// physical one minus `counter_offset`.
     pub fn load(&self, counter_offset: u64) {
         write_sysreg!("hcr_el2", self.hcr);
-        write_sysreg!(
-            "mdcr_el2",
-            (read_sysreg!("mdcr_el2") & MDCR_HPMN) | MDCR_TRAP_DEBUG_PMU
-        );
         write_sysreg!("vmpidr_el2", self.mpidr);
-        write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
         write_sysreg!("cnthctl_el2", self.physical_timer.cnthctl());
         write_sysreg!("cntvoff_el2", counter_offset);
         if let PhysicalTimer::Switched { ctl, cval } = self.physical_timer {
@@ -133,6 +129,17 @@ impl Vcpu {
         write_sysreg!("cntv_ctl_el0", 0);
         write_sysreg!("hcr_el2", HCR_NO_GUEST);
     }
+}
+
+/// Sets the EL2 controls that are the same for every vCPU of this CPU, once, before its
+/// first vCPU is loaded (nothing at EL2 changes them after): the debug and PMU traps
+/// (MDCR_EL2) and the MIDR the guests read (VPIDR_EL2: the CPU's own).
+pub fn init_cpu() {
+    write_sysreg!(
+        "mdcr_el2",
+        (read_sysreg!("mdcr_el2") & MDCR_HPMN) | MDCR_TRAP_DEBUG_PMU
+    );
+    write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
 }
 
 /// Whether this CPU implements pointer authentication.
