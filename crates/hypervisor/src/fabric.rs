@@ -290,19 +290,25 @@ fn get() -> Option<&'static Fabric> {
 /// or storming them, without an exit would keep its turn for tens of ms, and every other
 /// CPU (the RTOS's, the fabric's) would wait for it (docs/accelerators.md); the beat's exit
 /// ends the turn. On hardware it costs that CPU one timer exit per beat, and it may be off.
-pub fn guest_beat(cpu: usize, now: u64, deadline: Option<u64>) -> Option<u64> {
+/// The clock is read only for a beat.
+fn guest_beat(cpu: usize, deadline: Option<u64>) -> Option<u64> {
     let Some(f) = get().filter(|f| f.beat_cpus >> cpu.min(63) & 1 != 0) else {
         return deadline;
     };
-    let beat = now + f.beat_ticks;
+    let beat = timer::now() + f.beat_ticks;
     Some(deadline.map_or(beat, |d| d.min(beat)))
 }
 
 /// Arms CPU `cpu`'s EL2 timer for its run queue's next event (`queue`), or earlier the guest
 /// beat's exit (`guest_beat`), before a vCPU is entered.
 pub fn arm_next_event(cpu: u8, queue: &RunQueue) {
-    let now = timer::now();
-    timer::arm_hyp_timer(guest_beat(usize::from(cpu), now, queue.next_event(now)));
+    arm_event(cpu, queue.next_event(timer::now()));
+}
+
+/// `arm_next_event` with the next event a run-queue decision found with it
+/// (`HandedOver::next_event`).
+pub fn arm_event(cpu: u8, event: Option<u64>) {
+    timer::arm_hyp_timer(guest_beat(usize::from(cpu), event));
 }
 
 /// Whether `cpu` is the fabric's.

@@ -572,15 +572,17 @@ impl<'a> ShortExit<'a> {
             || !pair.other.may_run()
             || self.vm.migrates()
             || gic::highest_pending().is_some_and(|intid| intid != board.timer_virt_irq)
-            || pair.queue.preempt_at_deadline(timer::now()).is_none()
         {
             return Light::General;
         }
+        let Some(decision) = pair.queue.preempt_at_deadline(timer::now()) else {
+            return Light::General;
+        };
         self.held = None;
         gic::end_of_interrupt(board.timer_hyp_irq);
         timer::arm_hyp_timer(None);
         gic::deactivate(board.timer_hyp_irq);
-        self.switch(file, regs.entered(), start, Trap::Irq)
+        self.switch(file, regs.entered(), start, Trap::Irq, decision.next_event)
     }
 
     /// A WFI (ESR_EL2 `esr`, taken at `start`) the short wait does not hold, of the entered
@@ -608,15 +610,11 @@ impl<'a> ShortExit<'a> {
             return Light::Done;
         }
         let deadline = self.vm.timer_deadline();
-        if pair
-            .queue
-            .block_and_hand_over(timer::now(), deadline)
-            .is_none()
-        {
+        let Some(decision) = pair.queue.block_and_hand_over(timer::now(), deadline) else {
             return Light::General;
-        }
+        };
         regs.advance(len);
-        self.switch(file, regs.entered(), start, Trap::Wfi)
+        self.switch(file, regs.entered(), start, Trap::Wfi, decision.next_event)
     }
 
     /// Hands the CPU to the pair's other vCPU inside the world switch, the run queue having
@@ -627,8 +625,16 @@ impl<'a> ShortExit<'a> {
     /// EL2 timer is armed for the queue's next event, the new vCPU's entry is prepared as
     /// `enter` prepares one, and the exit, switch and entry are counted
     /// (`ShortExits::switch`). The world switch then saves the rest of the old registers
-    /// and enters the new ones (`Light::Switched`).
-    fn switch(&mut self, regs: *mut GuestRegs, entered: u64, start: u64, trap: Trap) -> Light {
+    /// and enters the new ones (`Light::Switched`). `next_event`: the run queue's, as its
+    /// decision found it (`HandedOver`).
+    fn switch(
+        &mut self,
+        regs: *mut GuestRegs,
+        entered: u64,
+        start: u64,
+        trap: Trap,
+        next_event: Option<u64>,
+    ) -> Light {
         let Some(pair) = self.pair.as_mut() else {
             return Light::General;
         };
@@ -640,7 +646,7 @@ impl<'a> ShortExit<'a> {
         pair.swapped = !pair.swapped;
         self.vm.switch_in(pair.cpu);
         let to = self.vm.index();
-        fabric::arm_next_event(pair.cpu, pair.queue);
+        fabric::arm_event(pair.cpu, next_event);
         let slot = self.vm.prepare_entry();
         self.uart = UartExit::new(to, slot);
         self.counters.switch(from, entered, start, trap, to);

@@ -75,6 +75,16 @@ pub const MAX_VCPUS: usize = 16;
 /// tick (1 to 4 ms) so round robin costs few switches, short enough for interactive shells.
 pub const DEFAULT_SLICE_US: u32 = 10_000;
 
+/// A shortcut's decision (`RunQueue::preempt_at_deadline`, `block_and_hand_over`): the vCPU
+/// that runs now, and the queue's next event after the decision, as `next_event` answers at
+/// the decision's time (the EL2 timer's next deadline, found with the decision: in the state
+/// the two switches of a CPU shared by a real-time VM and a GPOS leave, without a search).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandedOver {
+    pub run: VcpuId,
+    pub next_event: Option<u64>,
+}
+
 /// Names one vCPU of the system: its VM's index in the configuration and its index in the VM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct VcpuId {

@@ -3,7 +3,7 @@
 
 use super::entry::Place;
 use super::queue::{positions, Mask, RunQueue};
-use super::{Decision, VcpuId};
+use super::{Decision, HandedOver};
 
 /// The earlier of two times, either of which may be missing.
 fn earlier(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -49,8 +49,10 @@ impl RunQueue {
     /// it. `None` in every other case, the queue unchanged: then `pick`. The queue is left
     /// as `pick` leaves it (the preempted vCPU at the head of its level with the rest of its
     /// slice, the new one running with a fresh slice); only the FIFO ticket `expire` would
-    /// have drawn for the woken vCPU is not drawn, which changes no order.
-    pub fn preempt_at_deadline(&mut self, now: u64) -> Option<VcpuId> {
+    /// have drawn for the woken vCPU is not drawn, which changes no order. The next event
+    /// comes with it: none when no other vCPU waits for a deadline (the woken one outranks
+    /// every ready one and has no ready peer), else `next_event(now)`.
+    pub fn preempt_at_deadline(&mut self, now: u64) -> Option<HandedOver> {
         let r = self.runner()?;
         let due = self.soonest_at.filter(|_| self.soonest <= now)?;
         let priority = self.entries[due].priority;
@@ -72,7 +74,15 @@ impl RunQueue {
         self.running = Some(due);
         self.timed = others;
         self.refresh_soonest();
-        Some(self.entries[due].vcpu)
+        let next_event = if others == 0 {
+            None
+        } else {
+            self.next_event(now)
+        };
+        Some(HandedOver {
+            run: self.entries[due].vcpu,
+            next_event,
+        })
     }
 
     /// The running vCPU waits in WFI at `now` (its timer's deadline is `deadline`) on a CPU
@@ -82,8 +92,11 @@ impl RunQueue {
     /// step with no search: the running vCPU is blocked with its deadline (it leaves the
     /// CPU now), and the ready vCPU `pick` would choose runs and is returned. `None` in
     /// every other case (nothing would run, a deadline is due, peers wait in one level, or
-    /// `deadline` is not after `now`), the queue unchanged: then `block` and `pick`.
-    pub fn block_and_hand_over(&mut self, now: u64, deadline: Option<u64>) -> Option<VcpuId> {
+    /// `deadline` is not after `now`), the queue unchanged: then `block` and `pick`. The next
+    /// event comes with it: the earliest deadline when every vCPU waiting for one outranks
+    /// the new runner (no deadline is due and no ready vCPU is left at or above it), else
+    /// `next_event(now)`.
+    pub fn block_and_hand_over(&mut self, now: u64, deadline: Option<u64>) -> Option<HandedOver> {
         let r = self.running?;
         let next = self.first(self.ready)?;
         if self.soonest <= now
@@ -110,7 +123,15 @@ impl RunQueue {
                 self.soonest = deadline;
             }
         }
-        Some(self.entries[next].vcpu)
+        let next_event = if self.timed & !self.above(next) == 0 {
+            self.deadline(self.timed)
+        } else {
+            self.next_event_general(now)
+        };
+        Some(HandedOver {
+            run: self.entries[next].vcpu,
+            next_event,
+        })
     }
 
     /// Whether a vCPU is ready, waiting for the CPU: without one, a vCPU that blocks hands
@@ -156,8 +177,7 @@ impl RunQueue {
     #[inline]
     fn next_event_usual(&self, now: u64) -> Option<Option<u64>> {
         let r = self.runner()?;
-        let level = self.levels[r.index];
-        let above = (level & level.wrapping_neg()).wrapping_sub(1);
+        let above = self.above(r.index);
         let ready_below = self
             .first(self.ready)
             .is_none_or(|i| self.entries[i].priority < r.priority);
@@ -177,11 +197,19 @@ impl RunQueue {
         };
         let slice_end = Some(r.slice_end).filter(|_| self.has_ready_peer(r.index));
         let level = self.levels[r.index];
-        let higher = self.timed & (level & level.wrapping_neg()).wrapping_sub(1);
+        let higher = self.timed & self.above(r.index);
         let peers = self
             .deadline(self.timed & level)
             .map(|d| d.max(r.slice_end));
         earlier(earlier(slice_end, self.deadline(higher)), peers)
+    }
+
+    /// The entries of a higher priority than entry `index` (they come first, in the order
+    /// of priority: the bits below its level's lowest).
+    #[inline]
+    fn above(&self, index: usize) -> Mask {
+        let level = self.levels[index];
+        (level & level.wrapping_neg()).wrapping_sub(1)
     }
 
     /// The earliest deadline of `set`, a subset of the `timed` entries.

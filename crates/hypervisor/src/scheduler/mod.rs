@@ -383,7 +383,7 @@ impl CpuScheduler {
     /// to the scheduler's loop; its position is returned. `None`: the scheduler decides
     /// (the queue is then either unchanged or as `pick` would leave it).
     fn switch_at_deadline(&mut self) -> Option<usize> {
-        let id = self.queue.preempt_at_deadline(timer::now())?;
+        let id = self.queue.preempt_at_deadline(timer::now())?.run;
         let next = self.position(id)?;
         let vm = &self.vms[next];
         if vm.rebuilding() || !vm.is_on() {
@@ -432,8 +432,10 @@ impl CpuScheduler {
         }
         if pair {
             let deadline = vm.timer_deadline();
-            if let Some(id) = self.queue.block_and_hand_over(timer::now(), deadline) {
-                return self.hand_over(id).map_or(Next::Decide, Next::Switched);
+            if let Some(decision) = self.queue.block_and_hand_over(timer::now(), deadline) {
+                return self
+                    .hand_over(decision.run)
+                    .map_or(Next::Decide, Next::Switched);
             }
         }
         // The CPU's only vCPU keeps it while it waits: its list registers are chosen now, so

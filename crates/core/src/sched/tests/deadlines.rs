@@ -1,7 +1,7 @@
 //! Timer deadlines of descheduled vCPUs: what goes on the EL2 timer and who wakes when the
 //! counter reaches it.
 
-use super::super::{ticks_from_micros, ticks_from_nanos, VcpuState, DEFAULT_SLICE_US};
+use super::super::{ticks_from_micros, ticks_from_nanos, HandedOver, VcpuState, DEFAULT_SLICE_US};
 use super::*;
 
 #[test]
@@ -198,7 +198,14 @@ fn the_rtos_deadline_preempts_linux_without_a_pick() {
     assert_eq!(q.pick(0).run, Some(LINUX));
     q.leave(RTOS, || Some(40));
     assert_eq!(q.preempt_at_deadline(39), None, "not yet due");
-    assert_eq!(q.preempt_at_deadline(40), Some(RTOS));
+    assert_eq!(
+        q.preempt_at_deadline(40),
+        Some(HandedOver {
+            run: RTOS,
+            next_event: None
+        }),
+        "no other deadline: nothing to wake for"
+    );
     assert_eq!(q.running(), Some(RTOS));
     assert_eq!(q.state(LINUX), Some(VcpuState::Ready));
     assert_eq!(q.next_event(40), None, "the deadline was consumed");
@@ -261,11 +268,18 @@ fn the_rtos_hands_the_cpu_to_linux_at_its_wfi_with_its_deadline() {
         "a deadline already reached"
     );
     assert_eq!(q.running(), Some(RTOS), "the queue is unchanged");
-    assert_eq!(q.block_and_hand_over(10, Some(40)), Some(LINUX));
+    assert_eq!(
+        q.block_and_hand_over(10, Some(40)),
+        Some(HandedOver {
+            run: LINUX,
+            next_event: Some(40)
+        }),
+        "the RTOS's deadline is the next event"
+    );
     assert_eq!(q.state(RTOS), Some(VcpuState::Blocked));
     assert_eq!(q.running(), Some(LINUX));
     assert_eq!(q.next_event(10), Some(40));
-    assert_eq!(q.preempt_at_deadline(40), Some(RTOS));
+    assert_eq!(q.preempt_at_deadline(40).map(|h| h.run), Some(RTOS));
     // Nothing else to run: the general path blocks and idles.
     q.block(LINUX, None).unwrap();
     assert_eq!(q.block_and_hand_over(50, Some(90)), None);

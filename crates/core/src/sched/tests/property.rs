@@ -214,8 +214,17 @@ fn hand_over(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: u64, hand_
         model.set_deadline(running, d);
     }
     match handed {
-        Some(vcpu) => {
-            assert_eq!(run, Some(vcpu), "block_and_hand_over disagrees with pick");
+        Some(decision) => {
+            assert_eq!(
+                run,
+                Some(decision.run),
+                "block_and_hand_over disagrees with pick"
+            );
+            assert_eq!(
+                decision.next_event,
+                fast.next_event(now),
+                "block_and_hand_over's next event disagrees with next_event"
+            );
             check_same(&fast, q, model, now);
             check_after_pick(&fast, model, now);
             *hand_overs += 1;
@@ -244,8 +253,17 @@ fn run_sequence(seed: u64, calls: usize, fast_paths: &mut usize, hand_overs: &mu
             let mut fast = q.clone();
             let preempted = fast.preempt_at_deadline(now);
             let d = q.pick(now);
-            if let Some(vcpu) = preempted {
-                assert_eq!(d.run, Some(vcpu), "preempt_at_deadline disagrees with pick");
+            if let Some(decision) = preempted {
+                assert_eq!(
+                    d.run,
+                    Some(decision.run),
+                    "preempt_at_deadline disagrees with pick"
+                );
+                assert_eq!(
+                    decision.next_event,
+                    fast.next_event(now),
+                    "preempt_at_deadline's next event disagrees with next_event"
+                );
                 check_same(&fast, &q, &model, now);
                 check_after_pick(&fast, &model, now);
                 *fast_paths += 1;
