@@ -41,7 +41,8 @@
 //!   all the time: when CNTHP fires, `preempt_at_deadline` instead of `pick` (the one vCPU
 //!   whose deadline came takes the CPU from a lower priority); at a WFI, `block_and_hand_over`
 //!   instead of `block`, `pick` and the later `leave` (the one ready vCPU first in line runs,
-//!   the blocked one takes its deadline along);
+//!   the blocked one takes its deadline along); each answers `next_event` with its decision
+//!   (`HandedOver`);
 //! - before entering a guest or waiting, program CNTHP_CVAL_EL2 from `next_event` (disable
 //!   CNTHP on `None`); when `Decision::run` names another vCPU, save the old one's context and
 //!   virtual timer and restore the new one's; on `None` wait in WFI at EL2.
