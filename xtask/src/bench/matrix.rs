@@ -449,18 +449,22 @@ macro_rules! cyclictest {
     };
 }
 
-/// BENCHMARKS.md's `hackbench -g 4 -l 200`, run five times in one boot: one run's time moves
-/// by a few per cent from run to run on the same system (natively, six runs in one boot:
-/// 1.919 to 1.967 s), more than what a hypervisor adds to it, so the figure is their median
-/// (`parse::hackbench`).
-const HACKBENCH_RUNS: &str = "sh -c 'for run in 1 2 3 4 5; do hackbench -g 4 -l 200; done'";
+/// BENCHMARKS.md's `hackbench -g 4 -l 200`, run several times in one boot: one run's time
+/// moves by a few per cent from run to run on the same system (natively, five runs in one
+/// boot on 2026-11-27: 1.911 to 1.951 s, standard deviation 0.86 %), more than what a
+/// hypervisor adds to it, so the figure is their mean with its interval (`parse::hackbench`,
+/// `formula::overhead_interval`): five runs quick, fifteen full.
+const HACKBENCH_QUICK: &str = "sh -c 'for run in 1 2 3 4 5; do hackbench -g 4 -l 200; done'";
+const HACKBENCH_FULL: &str =
+    "sh -c 'for run in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do hackbench -g 4 -l 200; done'";
 
-/// The automotive suite on its small input, run five times over in one boot: its shortest
-/// program (qsort, 6.1 ms) moved by 0.6 % across boots of the same system (2026-11-27: 6,132,432
-/// to 6,170,352 ns), with where Linux's timer ticks fell in it, so each program's figure is
-/// the median of its five runs (`parse::automotive`). The large input (0.05 to 0.6 s a
-/// program) runs once.
-const AUTO_SMALL: &str = "/opt/automotive/run-all small 5";
+/// The automotive suite on its small input, run many times over in one boot: its shortest
+/// program (qsort, 6.1 ms) moves by up to 0.4 % from run to run (2026-11-27: 6,132,384 to
+/// 6,157,680 ns in one boot), with whether a timer tick's work fell in it, so each program's
+/// figure is the mean of its runs with its interval (`parse::automotive`): five rounds quick,
+/// 41 full (about 5.4 s). The large input (0.05 to 0.6 s a program) runs once.
+const AUTO_SMALL_QUICK: &str = "/opt/automotive/run-all small 5";
+const AUTO_SMALL_FULL: &str = "/opt/automotive/run-all small 41";
 
 /// Experiments 5, 6, 7 and 8 of BENCHMARKS.md, in the order the job runs them (the idle
 /// cyclictest first, on a quiet system).
@@ -503,8 +507,8 @@ pub const LINUX_EXPERIMENTS: [LinuxExperiment; 11] = [
     },
     LinuxExperiment {
         name: "hackbench",
-        quick: Some(HACKBENCH_RUNS),
-        full: HACKBENCH_RUNS,
+        quick: Some(HACKBENCH_QUICK),
+        full: HACKBENCH_FULL,
         parser: Parser::Hackbench,
     },
     LinuxExperiment {
@@ -515,8 +519,8 @@ pub const LINUX_EXPERIMENTS: [LinuxExperiment; 11] = [
     },
     LinuxExperiment {
         name: "auto-small",
-        quick: Some(AUTO_SMALL),
-        full: AUTO_SMALL,
+        quick: Some(AUTO_SMALL_QUICK),
+        full: AUTO_SMALL_FULL,
         parser: Parser::Automotive,
     },
     LinuxExperiment {

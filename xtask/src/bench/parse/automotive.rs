@@ -1,8 +1,9 @@
 //! The automotive suite's result lines (guests/automotive/README.md):
 //! `auto: program=<p> input=<small|large> ns=<n> checksum=<hex>`, one experiment
 //! `auto-<p>-<input>` per program with its virtual time in ns. The driver may run the suite
-//! several times in one boot (`run-all small 5`): a program's figure is then the median of
-//! its runs, beside the fastest and the slowest (`spread`), as hackbench's.
+//! several times in one boot (`run-all small 41`): a program's figure is then the mean of
+//! its runs, beside the fastest, the slowest and their standard deviation (`spread`), as
+//! hackbench's.
 
 use anyhow::{anyhow, bail, Result};
 
@@ -78,7 +79,7 @@ mod tests {
     }
 
     #[test]
-    fn each_program_is_the_median_of_its_runs() {
+    fn each_program_is_the_mean_of_its_runs() {
         // Three rounds of two programs, as `run-all small 3` prints them (qsort's times
         // are the spread measured across boots on 2026-11-27).
         let lines: Vec<String> = [
@@ -87,25 +88,28 @@ mod tests {
             ("qsort", 6_170_352),
             ("susan-edges", 3_777_392),
             ("qsort", 6_157_680),
-            ("susan-edges", 3_777_376),
+            ("susan-edges", 3_777_377),
         ]
         .iter()
         .map(|&(program, ns)| line(program, ns))
         .collect();
         let m = parse(&lines).unwrap();
-        assert_eq!(
-            m,
-            [
-                Measure::new("auto-qsort-small", "time", 6_157_680.0, "ns"),
-                Measure::new("auto-qsort-small", "time_min", 6_132_432.0, "ns"),
-                Measure::new("auto-qsort-small", "time_max", 6_170_352.0, "ns"),
-                Measure::new("auto-qsort-small", "runs", 3.0, "count"),
-                Measure::new("auto-susan-edges-small", "time", 3_777_392.0, "ns"),
-                Measure::new("auto-susan-edges-small", "time_min", 3_777_376.0, "ns"),
-                Measure::new("auto-susan-edges-small", "time_max", 3_777_392.0, "ns"),
-                Measure::new("auto-susan-edges-small", "runs", 3.0, "count"),
-            ]
-        );
+        let names: Vec<(&str, &str)> = m
+            .iter()
+            .map(|m| (m.experiment.as_str(), m.metric.as_str()))
+            .collect();
+        let metrics = ["time", "time_min", "time_max", "runs", "time_sd"];
+        let expected: Vec<(&str, &str)> = ["auto-qsort-small", "auto-susan-edges-small"]
+            .iter()
+            .flat_map(|e| metrics.iter().map(move |m| (*e, *m)))
+            .collect();
+        assert_eq!(names, expected);
+        let values: Vec<f64> = m.iter().map(|m| m.value).collect();
+        assert_eq!(values[..4], [6_153_488.0, 6_132_432.0, 6_170_352.0, 3.0]);
+        // Deviations -21,056, 16,864 and 4,192: sqrt(745,322,496 / 2).
+        assert!((values[4] - 19_304.43).abs() < 0.01, "{}", values[4]);
+        assert_eq!(values[5..9], [3_777_387.0, 3_777_377.0, 3_777_392.0, 3.0]);
+        assert!((values[9] - 8.660_254).abs() < 1e-5, "{}", values[9]);
     }
 
     #[test]

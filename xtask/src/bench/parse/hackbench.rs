@@ -1,7 +1,7 @@
 //! hackbench (rt-tests 2.4): the `Time: <s>` line each run ends with. The experiment runs
 //! it several times in one boot (`matrix`'s `hackbench`): one run's time moves by a few
-//! per cent from run to run on the same system, so the figure is the median of the runs,
-//! beside the fastest and the slowest.
+//! per cent from run to run on the same system, so the figure is the mean of the runs,
+//! beside the fastest, the slowest and their standard deviation (`spread`).
 
 use anyhow::{anyhow, Result};
 
@@ -50,23 +50,25 @@ mod tests {
     }
 
     #[test]
-    fn the_time_is_the_median_of_the_runs() {
-        // Measured natively on 2026-11-25: six runs in one boot.
-        let six = parse(
-            "hackbench",
-            &runs(&["1.920", "1.928", "1.919", "1.967", "1.922", "1.927"]),
-        )
-        .unwrap();
-        assert_eq!(six[0], Measure::new("hackbench", "time", 1.9245, "s"));
-        assert_eq!(six[1], Measure::new("hackbench", "time_min", 1.919, "s"));
-        assert_eq!(six[2], Measure::new("hackbench", "time_max", 1.967, "s"));
-        assert_eq!(six[3], Measure::new("hackbench", "runs", 6.0, "count"));
+    fn the_time_is_the_mean_of_the_runs() {
+        // Measured natively on 2026-11-27: five runs in one boot.
         let five = parse(
             "hackbench",
-            &runs(&["1.917", "2.004", "1.940", "1.948", "1.916"]),
+            &runs(&["1.912", "1.951", "1.930", "1.911", "1.919"]),
         )
         .unwrap();
-        assert_eq!(five[0], Measure::new("hackbench", "time", 1.940, "s"));
+        let metrics: Vec<&str> = five.iter().map(|m| m.metric.as_str()).collect();
+        assert_eq!(metrics, ["time", "time_min", "time_max", "runs", "time_sd"]);
+        assert!((five[0].value - 1.9246).abs() < 1e-9, "{}", five[0].value);
+        assert_eq!(five[1], Measure::new("hackbench", "time_min", 1.911, "s"));
+        assert_eq!(five[2], Measure::new("hackbench", "time_max", 1.951, "s"));
+        assert_eq!(five[3], Measure::new("hackbench", "runs", 5.0, "count"));
+        // Deviations -12.6, 26.4, 5.4, -13.6 and -5.6 ms: sqrt(1,101.2e-6 / 4).
+        assert!(
+            (five[4].value - 0.016_592).abs() < 1e-6,
+            "{}",
+            five[4].value
+        );
     }
 
     #[test]

@@ -45,26 +45,34 @@ pub fn parse(parser: Parser, experiment: &str, lines: &[String]) -> Result<Vec<M
     }
 }
 
-/// Several runs of one experiment's time in `unit`: the median (of an even number, the mean
-/// of the middle two), the fastest, the slowest and how many runs (`time`, `time_min`,
-/// `time_max`, `runs`). A run's time moves from run to run on the same system, with where
-/// the guest's timer ticks fall in it; the median is the figure compared.
-fn spread(experiment: &str, mut times: Vec<f64>, unit: &str) -> Result<Vec<Measure>> {
-    times.sort_by(f64::total_cmp);
-    let (Some(&fastest), Some(&slowest)) = (times.first(), times.last()) else {
+/// Several runs of one experiment's time in `unit`: the mean, the fastest, the slowest, how
+/// many runs and, with two runs or more, their standard deviation (`time`, `time_min`,
+/// `time_max`, `runs`, `time_sd`). A run's time moves from run to run on the same system
+/// with what Linux's timer ticks and work items did inside it: a short program's times fall
+/// in a few modes (one tick or two, a tick's work or none), and the median jumps from one
+/// mode to the next with the share of runs in each, while the mean follows that share; so
+/// the mean is the figure compared, and the standard deviation gives its interval
+/// (`formula::overhead_interval`).
+fn spread(experiment: &str, times: Vec<f64>, unit: &str) -> Result<Vec<Measure>> {
+    let fastest = times.iter().copied().reduce(f64::min);
+    let slowest = times.iter().copied().reduce(f64::max);
+    let (Some(fastest), Some(slowest)) = (fastest, slowest) else {
         return Err(anyhow!("{experiment}: no run"));
     };
-    let middle = times.len() / 2;
-    let median = match times.len() % 2 {
-        1 => times[middle],
-        _ => (times[middle - 1] + times[middle]) / 2.0,
-    };
-    Ok(vec![
-        Measure::new(experiment, "time", median, unit),
+    let runs = times.len() as f64;
+    let mean = times.iter().sum::<f64>() / runs;
+    let mut measures = vec![
+        Measure::new(experiment, "time", mean, unit),
         Measure::new(experiment, "time_min", fastest, unit),
         Measure::new(experiment, "time_max", slowest, unit),
-        Measure::new(experiment, "runs", times.len() as f64, "count"),
-    ])
+        Measure::new(experiment, "runs", runs, "count"),
+    ];
+    if times.len() >= 2 {
+        let squares: f64 = times.iter().map(|t| (t - mean) * (t - mean)).sum();
+        let sd = (squares / (runs - 1.0)).sqrt();
+        measures.push(Measure::new(experiment, "time_sd", sd, unit));
+    }
+    Ok(measures)
 }
 
 /// The `key=value` words of `text`, in order.
