@@ -420,7 +420,13 @@ impl Goal {
                 let target = format!("<= native + {}", number(margin));
                 match native {
                     Some(n) => (
-                        format!("{} (native {}: {:+})", number(value), number(n), value - n),
+                        format!(
+                            "{} (native {}: {}{})",
+                            number(value),
+                            number(n),
+                            if value >= n { "+" } else { "" },
+                            number(value - n)
+                        ),
                         target,
                         Some(value <= n + margin),
                     ),
@@ -959,8 +965,8 @@ mod tests {
             record("solo", "freertos", "hypercall-min", 208.0),
             figure("native", "dispatch", "max", 544.0),
             figure("solo", "dispatch", "max", 800.0),
-            figure("native", "cyclictest-idle", "avg", 4894.0),
-            figure("solo", "cyclictest-idle", "avg", 5000.0),
+            figure("native", "cyclictest-idle", "avg", 4894.25),
+            figure("solo", "cyclictest-idle", "avg", 5000.5),
             figure("native", "thread-metric/interrupt", "score", 1000.0),
             figure("solo", "thread-metric/interrupt", "score", 499.0),
             figure("solo", "thread-metric/interrupt-svc", "score", 999.0),
@@ -977,8 +983,8 @@ mod tests {
             "| hypercall round trip, min (`solo` FreeRTOS) | 208 | <= 150 | no |",
             "| FreeRTOS 1 ms task dispatch latency, max, alone (`solo`) | 800 (native 544: \
              +256) | <= native + 250 | no |",
-            "| Linux cyclictest average, idle (`solo`) | 5000 (native 4894: +106) | <= native \
-             + 150 | yes |",
+            "| Linux cyclictest average, idle (`solo`) | 5000.5 (native 4894.25: +106.25) | \
+             <= native + 150 | yes |",
             "| Thread-Metric `interrupt` score (`solo`) | 499 (R_P 49.9 %) | R_P >= 50 % | no |",
             "| Thread-Metric `interrupt-svc` score (`solo`) | 999 | R_P >= 99 % | — |",
         ] {

@@ -3,11 +3,13 @@
 //! `# Min/Avg/Max Latencies` (ns) and `# Histogram Overflows` summary lines.
 //!
 //! The records keep the summary to the ns and sum the histogram into `BUCKET_NS` buckets,
-//! which is what the plots draw.
+//! which is what the plots draw. Several runs in one experiment (the full idle row's) are
+//! pooled: their samples, histograms and overflows summed, the smallest minimum, the largest
+//! maximum and the average of every sample (each run's average weighted by its samples).
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
-use super::{after, number, Measure};
+use super::{number, Measure};
 use crate::bench::record::hist_metric;
 use std::collections::BTreeMap;
 
@@ -15,37 +17,43 @@ use std::collections::BTreeMap;
 pub const BUCKET_NS: u64 = 100;
 
 pub fn parse(experiment: &str, lines: &[String]) -> Result<Vec<Measure>> {
+    let totals = every(lines, "# Total:")?;
+    let (mins, avgs) = (
+        every(lines, "# Min Latencies:")?,
+        every(lines, "# Avg Latencies:")?,
+    );
+    let (maxima, overflows) = (
+        every(lines, "# Max Latencies:")?,
+        every(lines, "# Histogram Overflows:")?,
+    );
+    let runs = totals.len();
+    if [&mins, &avgs, &maxima, &overflows]
+        .iter()
+        .any(|v| v.len() != runs)
+    {
+        return Err(anyhow!(
+            "{experiment}: {runs} runs but not as many summaries"
+        ));
+    }
+    let samples: f64 = totals.iter().sum();
+    let weighted: f64 = totals.iter().zip(&avgs).map(|(n, avg)| n * avg).sum();
+    let least = |v: &[f64]| v.iter().copied().reduce(f64::min).unwrap_or(0.0);
+    let most = |v: &[f64]| v.iter().copied().reduce(f64::max).unwrap_or(0.0);
     let mut measures = vec![
-        Measure::new(
-            experiment,
-            "samples",
-            number(after(lines, "# Total:")?, "")?,
-            "count",
-        ),
-        Measure::new(
-            experiment,
-            "min",
-            number(after(lines, "# Min Latencies:")?, "")?,
-            "ns",
-        ),
+        Measure::new(experiment, "samples", samples, "count"),
+        Measure::new(experiment, "min", least(&mins), "ns"),
         Measure::new(
             experiment,
             "avg",
-            number(after(lines, "# Avg Latencies:")?, "")?,
+            if samples > 0.0 {
+                weighted / samples
+            } else {
+                0.0
+            },
             "ns",
         ),
-        Measure::new(
-            experiment,
-            "max",
-            number(after(lines, "# Max Latencies:")?, "")?,
-            "ns",
-        ),
-        Measure::new(
-            experiment,
-            "overflows",
-            number(after(lines, "# Histogram Overflows:")?, "")?,
-            "count",
-        ),
+        Measure::new(experiment, "max", most(&maxima), "ns"),
+        Measure::new(experiment, "overflows", overflows.iter().sum(), "count"),
     ];
     let mut buckets = BTreeMap::<u64, u64>::new();
     for (ns, count) in lines.iter().filter_map(|line| bucket(line)) {
@@ -65,6 +73,22 @@ pub fn parse(experiment: &str, lines: &[String]) -> Result<Vec<Measure>> {
             }),
     );
     Ok(measures)
+}
+
+/// The number after `label` on every line that holds it (one per run); an error when none
+/// does or one is no number.
+fn every(lines: &[String], label: &str) -> Result<Vec<f64>> {
+    let values = lines
+        .iter()
+        .filter_map(|line| {
+            line.split_once(label)
+                .map(|(_, rest)| number(rest.trim(), ""))
+        })
+        .collect::<Result<Vec<f64>>>()?;
+    if values.is_empty() {
+        return Err(anyhow!("no `{label}` line"));
+    }
+    Ok(values)
 }
 
 /// A histogram line `<ns> <count>` (both zero-padded decimals).
@@ -108,6 +132,42 @@ mod tests {
         let m = parse("cyclictest-idle", &section(SOLO, "cyclictest-idle")).unwrap();
         assert_eq!(value(&m, "samples"), 2000.0);
         assert!(value(&m, "max") >= value(&m, "min"));
+    }
+
+    #[test]
+    fn several_runs_are_pooled() {
+        let run = |buckets: &[&str], total, min, avg, max, overflows| {
+            let mut lines: Vec<String> = buckets.iter().map(|b| (*b).to_owned()).collect();
+            lines.extend([
+                format!("# Total: {total:09}"),
+                format!("# Min Latencies: {min:05}"),
+                format!("# Avg Latencies: {avg:05}"),
+                format!("# Max Latencies: {max:05}"),
+                format!("# Histogram Overflows: {overflows:05}"),
+            ]);
+            lines
+        };
+        let mut lines = run(&["004608 000003", "005310 000001"], 4, 4608, 4784, 5310, 0);
+        lines.extend(run(
+            &["004650 000001", "006010 000001"],
+            3,
+            4650,
+            38223,
+            106000,
+            1,
+        ));
+        let m = parse("cyclictest-idle", &lines).unwrap();
+        assert_eq!(value(&m, "samples"), 7.0);
+        assert_eq!(value(&m, "min"), 4608.0);
+        // (4 * 4784 + 3 * 38223) / 7
+        assert_eq!(value(&m, "avg"), 19_115.0);
+        assert_eq!(value(&m, "max"), 106_000.0);
+        assert_eq!(value(&m, "overflows"), 1.0);
+        assert_eq!(value(&m, "hist_ns_4600_4700"), 4.0);
+        assert_eq!(value(&m, "hist_ns_6000_6100"), 1.0);
+        // A run whose summary lost a line.
+        lines.retain(|l| l != "# Max Latencies: 05310");
+        assert!(parse("cyclictest-idle", &lines).is_err());
     }
 
     #[test]
