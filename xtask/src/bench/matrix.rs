@@ -466,13 +466,13 @@ const HACKBENCH_FULL: &str =
 const AUTO_SMALL_QUICK: &str = "/opt/automotive/run-all small 5";
 const AUTO_SMALL_FULL: &str = "/opt/automotive/run-all small 41";
 
-/// The idle cyclictest of the full mode, five times over in one boot, each run started
-/// after a pause of its own (0.7 to 3.5 ms) and pooled (`parse::cyclictest`). Linux's
-/// 4 ms tick keeps running under cyclictest's 1 ms wake-ups, and one wake-up in four (the
-/// share of the slower mode) meets it at an offset the run's start sets: those samples
-/// moved by up to 600 ns between builds of the same paths (2026-11-27, solo: average 4,995
-/// ns at 7922e3e, 5,148 at 39fd0f4, with the second mode at 5,300-5,700 and at 6,000 ns).
-/// Five starts take five offsets. Under hackbench the load moves the offset itself.
+/// The idle cyclictest of the full mode, five times over in one boot (100,000 wake-ups,
+/// the FreeRTOS latency rows' full count), each run started after a pause of its own (0.7
+/// to 3.5 ms), pooled (`parse::cyclictest`). Runs in one boot agree to about 10 ns of
+/// average (2026-11-27 at 90c48de: native 4,875 to 4,883 ns, solo 4,968 to 4,985); boots
+/// need not: the quarter of the wake-ups that meet Linux's 4 ms tick spread over 5,300 to
+/// 5,700 ns in one solo boot and sat at 6,000 ns in another (average 5,148 ns at 39fd0f4),
+/// so a row's average may move by that between builds (docs/benchmarks.md).
 const CYCLICTEST_IDLE_FULL: &str = concat!(
     "sh -c 'for p in 7 14 21 28 35;do usleep ${p}00;",
     cyclictest!(20000),
