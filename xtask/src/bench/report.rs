@@ -498,10 +498,11 @@ fn linux_overheads(results: &Results) -> Vec<(String, Option<f64>, Goal)> {
         .into_iter()
         .filter(|(h, _)| !h.experiment.starts_with("cyclictest") && h.experiment != "hackbench")
         .filter_map(|(h, record)| {
-            interval(&h, &record.experiment).map(|(o, _, solo)| (h, &record.experiment, o, solo))
+            let ((value, half), _, solo) = interval(&h, &record.experiment)?;
+            Some((value - half, h, &record.experiment, value, half, solo))
         })
-        .max_by(|a, b| (a.2 .0 - a.2 .1).total_cmp(&(b.2 .0 - b.2 .1)));
-    if let Some((headline, experiment, (value, half), solo)) = others {
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((_, headline, experiment, value, half, solo)) = others {
         rows.push((
             format!(
                 "the largest other Linux overhead (`solo`; sysbench, stress-ng, automotive): \
