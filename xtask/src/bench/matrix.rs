@@ -694,11 +694,34 @@ pub fn freertos_bootargs(mode: Mode) -> &'static str {
 /// started 1.5 s after boot (Linux reaches its job after about 0.9 s and starts its load
 /// at once). Samples: `beside_samples`.
 pub fn beside_bootargs(mode: Mode) -> String {
+    latency_bootargs(mode, beside_samples(mode))
+}
+
+/// `beside_bootargs` with `samples` latency samples.
+fn latency_bootargs(mode: Mode, samples: u32) -> String {
     format!(
-        "bench=latency bench.mode={} bench.samples={} bench.delay_ms={BESIDE_DELAY_MS}",
+        "bench=latency bench.mode={} bench.samples={samples} bench.delay_ms={BESIDE_DELAY_MS}",
         mode.name(),
-        beside_samples(mode)
     )
+}
+
+/// The FreeRTOS boot arguments of a scale system of `cpus` CPUs: `beside_bootargs`, but
+/// with several CPUs 5,000 samples in full mode (`scale_samples`).
+pub fn scale_bootargs(mode: Mode, cpus: u8) -> String {
+    latency_bootargs(mode, scale_samples(mode, cpus))
+}
+
+/// Latency samples of a scale system of `cpus` CPUs: `beside_samples`, but 5,000 in full
+/// mode when it has several CPUs. QEMU runs the CPUs in turn under `-icount`, so such a
+/// system executes many more instructions per virtual millisecond: full `scale-2vm-3cpu`
+/// was killed at the one-hour limit of a boot after 334e9 instructions at 7922e3e
+/// (2026-11-27; its quick run, 1,000 samples, took 24e9), and `scale-2vm-4cpu` needed 198e9.
+/// Its figures are minima and means of paths, which need fewer samples than a worst case.
+pub fn scale_samples(mode: Mode, cpus: u8) -> u32 {
+    match mode {
+        Mode::Full if cpus > 1 => 5_000,
+        _ => beside_samples(mode),
+    }
 }
 
 /// Latency samples beside a Linux load: 1,000 quick, 20,000 full (BENCHMARKS.md asks
@@ -862,6 +885,15 @@ impl Headline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scale_systems_of_several_cpus_take_fewer_full_samples() {
+        assert_eq!(scale_samples(Mode::Full, 1), beside_samples(Mode::Full));
+        assert_eq!(scale_samples(Mode::Full, 3), 5_000);
+        assert_eq!(scale_samples(Mode::Quick, 4), beside_samples(Mode::Quick));
+        assert!(scale_bootargs(Mode::Full, 2).contains("bench.samples=5000 "));
+        assert_eq!(scale_bootargs(Mode::Full, 1), beside_bootargs(Mode::Full));
+    }
 
     #[test]
     fn every_configuration_of_the_matrix_has_its_rows_once() {

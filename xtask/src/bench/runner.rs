@@ -16,7 +16,8 @@ use partita_core::board::Platform;
 
 use super::console::{clean, BEGIN};
 use super::matrix::{
-    beside_bootargs, freertos_bootargs, scale_config, scale_load, Boot, Load, Mode, FREERTOS_SOLO,
+    beside_bootargs, freertos_bootargs, scale_bootargs, scale_config, scale_load, Boot, Load, Mode,
+    FREERTOS_SOLO,
 };
 use crate::build::{self, ConsoleUse};
 use crate::config::System;
@@ -144,7 +145,7 @@ pub fn command(
             beside(
                 &config,
                 scale_load(cpus),
-                &beside_bootargs(mode),
+                &scale_bootargs(mode, cpus),
                 files,
                 cpu,
             )?
