@@ -798,7 +798,9 @@ fn scale(out: &mut String, results: &Results) {
          (`matrix::scale_config`). ns = instructions, min / mean (samples); \"kick\" is the \
          receiving end of a cross-CPU injection. With several CPUs, QEMU runs them in turn \
          on one clock (`-icount`), so a sample that spans a change of turn also counts the \
-         other CPUs' instructions: there the means are QEMU's, and the minima compare.\n"
+         other CPUs' instructions: there the means are QEMU's, and the minima compare. \
+         In full mode a system of several CPUs takes 5,000 latency samples \
+         (`matrix::scale_samples`), one CPU the others' 20,000.\n"
     );
     let heads: Vec<String> = SCALE_COLUMNS
         .iter()
