@@ -442,6 +442,10 @@ impl<'a> ShortExit<'a> {
     /// guest's WFI done (a spurious wake-up, which WFI allows). A WFE, or any other vCPU
     /// that shares its CPU, goes to the general path untouched: another vCPU may have to
     /// run while this one waits.
+    ///
+    /// The choice is inline and the two ways out of line: the hand-over saves no registers
+    /// for the wait's.
+    #[inline(always)]
     fn wait<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
         if esr & ESR_WFX_TI != 0 {
             return Light::General;
@@ -449,6 +453,12 @@ impl<'a> ShortExit<'a> {
         if !(self.alone || self.ahead_of_timer()) {
             return self.hand_over(regs, start, esr);
         }
+        self.wait_here(regs, start, esr)
+    }
+
+    /// `wait` for a vCPU that keeps its CPU: the CPU waits at EL2, this vCPU loaded.
+    #[inline(never)]
+    fn wait_here<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
         let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
         regs.advance(if esr & ESR_IL != 0 { 4 } else { 2 });
         {
