@@ -650,7 +650,7 @@ impl<'a> ShortExit<'a> {
         };
         let from = self.vm.index();
         self.vm.finish_entry(None);
-        self.vm.switch_out();
+        self.vm.switch_over();
         core::mem::swap(&mut self.vm, &mut pair.other);
         self.switched = core::mem::replace(&mut pair.other_regs, regs);
         pair.swapped = !pair.swapped;

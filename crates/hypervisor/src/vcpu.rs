@@ -68,6 +68,8 @@ pub struct Vcpu {
     mpidr: u64,
     /// HCR_EL2 while it runs.
     hcr: u64,
+    /// CNTHCTL_EL2 while it runs (`PhysicalTimer::cnthctl`).
+    cnthctl: u64,
     pub el1: El1Context,
     fp: FpState,
     /// Its pointer-authentication keys, moved with it when the CPU has them (`None`
@@ -85,6 +87,7 @@ impl Vcpu {
         Vcpu {
             mpidr: MPIDR_RES1 | Affinity::of_vcpu(index).mpidr(),
             hcr: if vcpus > 1 { hcr() & !HCR_TWE } else { hcr() },
+            cnthctl: physical_timer.cnthctl(),
             el1: El1Context::reset(),
             fp: FpState::default(),
             pauth_keys: has_pauth().then(PauthKeys::default),
@@ -99,7 +102,7 @@ impl Vcpu {
     pub fn load(&self, counter_offset: u64) {
         write_sysreg!("hcr_el2", self.hcr);
         write_sysreg!("vmpidr_el2", self.mpidr);
-        write_sysreg!("cnthctl_el2", self.physical_timer.cnthctl());
+        write_sysreg!("cnthctl_el2", self.cnthctl);
         write_sysreg!("cntvoff_el2", counter_offset);
         if let PhysicalTimer::Switched { ctl, cval } = self.physical_timer {
             write_sysreg!("cntp_cval_el0", cval);
@@ -116,6 +119,15 @@ impl Vcpu {
     /// Saves the EL1 state and virtual CPU interface when the vCPU leaves the CPU, and stops
     /// its virtual timer so it cannot fire for a vCPU that is not there.
     pub fn unload(&mut self) {
+        self.save();
+        write_sysreg!("cntv_ctl_el0", 0);
+        write_sysreg!("hcr_el2", HCR_NO_GUEST);
+    }
+
+    /// `unload` when another vCPU is loaded right after, with the CPU's interrupts masked
+    /// (a switch inside the world switch): its `load` sets the virtual timer and HCR_EL2, so
+    /// they are left as they are.
+    pub fn save(&mut self) {
         self.el1.save();
         self.fp.save();
         if let Some(keys) = &mut self.pauth_keys {
@@ -126,8 +138,6 @@ impl Vcpu {
             *cval = read_sysreg!("cntp_cval_el0");
         }
         self.cpu_interface.save();
-        write_sysreg!("cntv_ctl_el0", 0);
-        write_sysreg!("hcr_el2", HCR_NO_GUEST);
     }
 }
 

@@ -1118,6 +1118,23 @@ impl VmState {
     pub fn switch_out(&mut self) {
         self.vgic.unload();
         self.vcpu.unload();
+        self.lend_timer_ppi();
+    }
+
+    /// `switch_out` when the other vCPU of the CPU is switched in right after, the CPU's
+    /// interrupts masked meanwhile (`ShortExit::switch`): its load sets what `Vcpu::unload`
+    /// would stop (`Vcpu::save`).
+    #[inline]
+    pub fn switch_over(&mut self) {
+        self.vgic.unload();
+        self.vcpu.save();
+        self.lend_timer_ppi();
+    }
+
+    /// The physical virtual-timer PPI's active state kept here and the PPI lent to the next
+    /// vCPU (`switch_out`).
+    #[inline(always)]
+    fn lend_timer_ppi(&mut self) {
         let board = self.shared.board;
         let ppi = board.timer_virt_irq;
         self.timer_ppi_active = gic::ppi_active(board, ppi);
