@@ -126,7 +126,9 @@ impl Vcpu {
 
     /// `unload` when another vCPU is loaded right after, with the CPU's interrupts masked
     /// (a switch inside the world switch): its `load` sets the virtual timer and HCR_EL2, so
-    /// they are left as they are.
+    /// they are left as they are. Until then the old timer may still assert its PPI; the
+    /// PPI is level-sensitive, so the GIC's pending state follows the timer the `load`
+    /// restores, and nothing takes the PPI meanwhile.
     pub fn save(&mut self) {
         self.el1.save();
         self.fp.save();
