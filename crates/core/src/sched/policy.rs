@@ -3,7 +3,7 @@
 
 use super::entry::Place;
 use super::queue::{positions, Mask, RunQueue};
-use super::{Decision, HandedOver};
+use super::{Decision, HandedOver, VcpuId};
 
 /// The earlier of two times, either of which may be missing.
 fn earlier(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -116,21 +116,58 @@ impl RunQueue {
         // `set_place(r, Blocked { deadline })` for a vCPU that was running: neither ready nor
         // timed, so not the soonest; only the timed set and the earliest deadline change.
         self.entries[r].place = Place::Blocked { deadline };
+        let run = self.entries[next].vcpu;
         if let Some(deadline) = deadline {
             self.timed |= 1 << r;
-            if self.soonest_at.is_none_or(|s| self.earlier_than(r, s)) {
-                self.soonest_at = Some(r);
-                self.soonest = deadline;
+            if self.soonest_at.is_some() {
+                return self.handed_over_timed(r, deadline, next, run, now);
             }
+            self.soonest_at = Some(r);
+            self.soonest = deadline;
         }
-        let next_event = if self.timed & !self.above(next) == 0 {
-            self.deadline(self.timed)
-        } else {
-            self.next_event_general(now)
-        };
+        self.handed_over(run, next, now)
+    }
+
+    /// The rest of `block_and_hand_over` when another vCPU waits for a deadline too:
+    /// entry `r`, which blocked with `deadline`, may be the soonest now. Out of line, as
+    /// `handed_over_general`: the usual hand-over (the only timed vCPU blocks) makes no call
+    /// and keeps no register across one.
+    #[inline(never)]
+    fn handed_over_timed(
+        &mut self,
+        r: usize,
+        deadline: u64,
+        next: usize,
+        run: VcpuId,
+        now: u64,
+    ) -> Option<HandedOver> {
+        if self.soonest_at.is_none_or(|s| self.earlier_than(r, s)) {
+            self.soonest_at = Some(r);
+            self.soonest = deadline;
+        }
+        self.handed_over(run, next, now)
+    }
+
+    /// The answer of a hand-over to `run` (entry `next`) at `now`: the earliest deadline is
+    /// the next event when every vCPU waiting for one outranks the new runner, else
+    /// `next_event_general` finds it, out of line.
+    #[inline(always)]
+    fn handed_over(&self, run: VcpuId, next: usize, now: u64) -> Option<HandedOver> {
+        if self.timed & !self.above(next) != 0 {
+            return self.handed_over_general(run, now);
+        }
         Some(HandedOver {
-            run: self.entries[next].vcpu,
-            next_event,
+            run,
+            next_event: self.deadline(self.timed),
+        })
+    }
+
+    /// A hand-over to `run` at `now` whose next event `next_event_general` finds.
+    #[inline(never)]
+    fn handed_over_general(&self, run: VcpuId, now: u64) -> Option<HandedOver> {
+        Some(HandedOver {
+            run,
+            next_event: self.next_event_general(now),
         })
     }
 
