@@ -289,7 +289,7 @@ impl<'a> ShortExit<'a> {
                 if esr >> 26 == EC_WFX {
                     return self.wait(regs, start, esr);
                 }
-                self.synchronous(regs, esr)
+                return self.synchronous_done(regs, start, esr);
             }
             Exit::Fiq | Exit::SError => Err(Light::General),
         };
@@ -375,6 +375,19 @@ impl<'a> ShortExit<'a> {
                 shared.kick_touched(&mut hw.vgic, self.vm.vcpu_index);
                 vgic.before_entry(&mut hw.vgic);
             }
+        }
+    }
+
+    /// `synchronous`, counted: out of line, so that a WFx's way through `dispatch` (the
+    /// wait and the hand-over, out of line themselves) keeps few registers across its call.
+    #[inline(never)]
+    fn synchronous_done<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
+        match self.synchronous(regs, esr) {
+            Ok(path) => {
+                self.counters.done(start, path);
+                Light::Done
+            }
+            Err(light) => light,
         }
     }
 
