@@ -52,7 +52,7 @@ use partita_core::sched::RunQueue;
 use partita_core::trap::{device_access, fault_ipa, Register, ICC_SGI1R_EL1, SYSREG_NAME_BITS};
 
 use crate::arch::aarch64::vectors::{
-    enter_guest, CallerSaved, Exit, GuestRegs, Handled, Light, ShortExitHandler, SysregSaved,
+    enter_guest, CallerSaved, Exit, GuestRegs, Handled, Light, Quick, ShortExitHandler, SysregSaved,
 };
 use crate::arch::aarch64::{gic, timer};
 use crate::console;
@@ -201,26 +201,38 @@ impl ShortExitHandler for ShortExit<'_> {
         }
     }
 
-    type Taken = Taken;
+    type Own = u32;
+    type Other = Option<u32>;
 
     /// A physical IRQ with the guest's caller-saved registers, its quick part: this vCPU's
-    /// interrupt again into list register 0 (`inject_again`).
+    /// interrupt again into list register 0 (`inject_again`). Leaves the vCPU's own
+    /// interrupt's INTID, or the INTID of another (none: spurious).
     #[inline(always)]
-    fn interrupt_quick(&mut self, regs: &mut CallerSaved, start: u64) -> Result<Light, Taken> {
+    fn interrupt_quick(&mut self, regs: &mut CallerSaved, start: u64) -> Quick<u32, Option<u32>> {
         self.counters.settle(regs.entered());
-        let taken = self.acknowledge();
-        if let Taken::Own(intid) = taken {
-            if self.inject_again(intid) {
-                self.counters.done(start, ShortPath::Injection);
-                return Ok(Light::Done);
+        match self.acknowledge() {
+            Taken::Own(intid) => {
+                if self.inject_again(intid) {
+                    self.counters.done(start, ShortPath::Injection);
+                    return Quick::Done(Light::Done);
+                }
+                Quick::Own(intid)
             }
+            Taken::Foreign(intid) => Quick::Other(Some(intid)),
+            Taken::Spurious => Quick::Other(None),
         }
-        Err(taken)
     }
 
-    /// A physical IRQ the quick part did not finish.
+    /// The vCPU's own physical IRQ the quick part did not finish.
     #[inline]
-    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64, taken: Taken) -> Light {
+    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64, own: u32) -> Light {
+        self.irq(regs, start, Taken::Own(own))
+    }
+
+    /// Another physical IRQ (`held`: its INTID, none when spurious).
+    #[inline]
+    fn interrupt_other(&mut self, regs: &mut CallerSaved, start: u64, held: Option<u32>) -> Light {
+        let taken = held.map_or(Taken::Spurious, Taken::Foreign);
         self.irq(regs, start, taken)
     }
 

@@ -154,19 +154,29 @@ pub trait ShortExitHandler {
     /// knows already.
     fn hypercall(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
 
-    /// What the quick part of a physical IRQ leaves to `interrupt`: the interrupt it
-    /// acknowledged, and how far it went with it.
-    type Taken;
+    /// What the quick part of a physical IRQ leaves to `interrupt`: the vCPU's own
+    /// interrupt, acknowledged, to inject.
+    type Own;
+    /// What it leaves to `interrupt_other`: any other interrupt it acknowledged.
+    type Other;
 
     /// A physical IRQ taken at `start`, its quick part: code with no call in it, so that
-    /// its handler (`light_exit`) needs no frame of callee-saved registers. `Ok` when it
-    /// finished the exit, or `Err` with what `interrupt` takes on.
-    fn interrupt_quick(&mut self, regs: &mut CallerSaved, start: u64)
-        -> Result<Light, Self::Taken>;
+    /// its handler (`light_exit`) needs no frame of callee-saved registers. `Done` when it
+    /// finished the exit, else what `interrupt` or `interrupt_other` takes on.
+    fn interrupt_quick(
+        &mut self,
+        regs: &mut CallerSaved,
+        start: u64,
+    ) -> Quick<Self::Own, Self::Other>;
 
-    /// A physical IRQ that `interrupt_quick` did not finish, with what it left (`taken`):
-    /// `light` for the IRQ vector.
-    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64, taken: Self::Taken) -> Light;
+    /// The vCPU's own physical IRQ that `interrupt_quick` did not finish (`own`): `light`
+    /// for the IRQ vector.
+    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64, own: Self::Own) -> Light;
+
+    /// Any other physical IRQ (`other`): `light` for the IRQ vector. Apart from `interrupt`,
+    /// so that its way (to the general path, or to a switch) keeps only the registers it
+    /// needs, not the injection's.
+    fn interrupt_other(&mut self, regs: &mut CallerSaved, start: u64, other: Self::Other) -> Light;
 
     /// A data abort from the guest taken at `start`: `light` for the data abort, which the
     /// vector knows already.
@@ -189,6 +199,16 @@ pub enum Handled {
 
 /// `short_exit`'s answer for `Handled::Done` (the exit kinds are 0..=3).
 const DONE: u64 = 4;
+
+/// How far the quick part of a physical IRQ went (`ShortExitHandler::interrupt_quick`).
+pub enum Quick<O, X> {
+    /// It finished the exit.
+    Done(Light),
+    /// It left the vCPU's own interrupt (`ShortExitHandler::interrupt`).
+    Own(O),
+    /// It left another (`ShortExitHandler::interrupt_other`).
+    Other(X),
+}
 
 /// What `ShortExitHandler::light` and `ShortExitHandler::data_abort` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -387,16 +407,18 @@ extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
     let short = unsafe { &mut *short.cast::<S>() };
     // The IRQ and the system register have a quick part (`interrupt_quick`,
     // `system_register_quick`), which calls nothing: the rest of their exit is out of line
-    // (`interrupt_exit`, `system_register_exit`), so that the quick part makes no frame.
+    // (`interrupt_exit` or `interrupt_other_exit`, `system_register_exit`), so that the
+    // quick part makes no frame.
     if ENTRY == INTERRUPT {
         // SAFETY: as above.
         let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
         return match short.interrupt_quick(saved, start) {
-            Ok(light) => LightAnswer {
+            Quick::Done(light) => LightAnswer {
                 light: light as u64,
                 regs,
             },
-            Err(taken) => interrupt_exit(start, regs, short, taken),
+            Quick::Own(own) => interrupt_exit(start, regs, short, own),
+            Quick::Other(other) => interrupt_other_exit(start, regs, short, other),
         };
     }
     if ENTRY == SYSTEM_REGISTER {
@@ -420,18 +442,33 @@ extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
     answer(light, regs, short)
 }
 
-/// The IRQ's light entry (`light_exit`) after a quick part that did not finish it
-/// (`ShortExitHandler::interrupt_quick`).
+/// The IRQ's light entry (`light_exit`) after a quick part that left the vCPU's own
+/// interrupt to inject (`ShortExitHandler::interrupt`).
 #[inline(never)]
 fn interrupt_exit<S: ShortExitHandler>(
     start: u64,
     regs: *mut GuestRegs,
     short: &mut S,
-    taken: S::Taken,
+    own: S::Own,
 ) -> LightAnswer {
     // SAFETY: as in `light_exit`, whose arguments these are.
     let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
-    let light = short.interrupt(saved, start, taken);
+    let light = short.interrupt(saved, start, own);
+    answer(light, regs, short)
+}
+
+/// The IRQ's light entry (`light_exit`) after a quick part that left another interrupt
+/// (`ShortExitHandler::interrupt_other`).
+#[inline(never)]
+fn interrupt_other_exit<S: ShortExitHandler>(
+    start: u64,
+    regs: *mut GuestRegs,
+    short: &mut S,
+    other: S::Other,
+) -> LightAnswer {
+    // SAFETY: as in `light_exit`, whose arguments these are.
+    let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
+    let light = short.interrupt_other(saved, start, other);
     answer(light, regs, short)
 }
 
