@@ -19,8 +19,8 @@
 //!   vCPUs' CPUs are kicked, this vCPU's list registers chosen again; a self-SGI goes
 //!   straight into a free list register when the short injection allows it;
 //! - a WFI of its CPU's only vCPU, its interrupts masked or not, or of a vCPU whose timer
-//!   fires within its VM's advance (`wait`): the CPU waits for an interrupt at EL2 inside
-//!   the exit, and the vCPU's own interrupt goes straight in when it wakes;
+//!   fires within its VM's advance (`wfx_way`, `wait_here`): the CPU waits for an interrupt
+//!   at EL2 inside the exit, and the vCPU's own interrupt goes straight in when it wakes;
 //! - a console-UART access (`uart_exit`), asked first by the data-abort vector with only the
 //!   guest's caller-saved registers saved (`ShortExitHandler::data_abort`): no class dispatch, a
 //!   dozen registers fewer to save and load. An access naming x19..x29 comes back here with
@@ -29,7 +29,7 @@
 //!   time: the EL2 timer's interrupt when the run queue hands the CPU to the other vCPU at
 //!   its deadline (`switch_at_deadline`), and a WFI after which the other vCPU takes over
 //!   (`hand_over`). The vCPU leaves the CPU and the other one is entered without leaving
-//!   the world switch (`switch`, `Light::Switched`), with the run queue's decision and the
+//!   the world switch (`switch`, `LightAnswer::switched`), with the run queue's decision and the
 //!   bookkeeping of the general path's exit, switch and entry;
 //! - a write to one of the VM's accelerator interfaces, unconnected (`accelerator`): its
 //!   request to the fabric, when the answer comes at once (connected, or a guest-model write
@@ -52,7 +52,8 @@ use partita_core::sched::RunQueue;
 use partita_core::trap::{device_access, fault_ipa, Register, ICC_SGI1R_EL1, SYSREG_NAME_BITS};
 
 use crate::arch::aarch64::vectors::{
-    enter_guest, CallerSaved, Exit, GuestRegs, Handled, Light, Quick, ShortExitHandler, SysregSaved,
+    enter_guest, CallerSaved, Exit, GuestRegs, Handled, Light, LightAnswer, Quick,
+    ShortExitHandler, SysregSaved,
 };
 use crate::arch::aarch64::{gic, timer};
 use crate::console;
@@ -81,15 +82,13 @@ pub struct ShortExit<'a> {
     uart: UartExit,
     counters: ShortExits,
     /// The vCPU is its CPU's only one, and the CPU lent none away: it may wait for an
-    /// interrupt at EL2 inside its WFI's exit (`wait`).
+    /// interrupt at EL2 inside its WFI's exit (`wait_here`).
     alone: bool,
     /// A physical interrupt acknowledged here that is not this VM's: the scheduler's
     /// interrupt handling takes it before acknowledging any other.
     held: Option<u32>,
     /// On a CPU shared by two vCPUs, the other one and the run queue (`enter_pair`).
     pair: Option<Pair<'a>>,
-    /// The register file of the vCPU the last switch put on the CPU (`switched_regs`).
-    switched: *mut GuestRegs,
 }
 
 /// A physical IRQ as `ShortExit::acknowledge` found it, for the rest of its exit
@@ -101,6 +100,16 @@ pub enum Taken {
     Foreign(u32),
     /// This vCPU's, its priority dropped: to inject.
     Own(u32),
+}
+
+/// How a trapped WFx is taken (`ShortExit::wfx_way`).
+enum Wfx {
+    /// By the general path: a WFE.
+    General,
+    /// By the other vCPU of a pair, which takes the CPU (`ShortExit::hand_over`).
+    HandOver,
+    /// At EL2, the vCPU loaded (`ShortExit::wait_here`).
+    Here,
 }
 
 /// The other vCPU of a CPU shared by two, and the CPU's run queue: what the short exit needs
@@ -139,8 +148,9 @@ impl ShortExitHandler for ShortExit<'_> {
         match self.dispatch(regs, start, exit) {
             Light::Done => Handled::Done,
             Light::Interrupted => Handled::Return(Exit::Irq),
-            // With every register saved no switch is made (`Registers::switchable`).
-            Light::General | Light::AllRegisters | Light::Switched => Handled::Return(exit),
+            // With every register saved no switch is made (only a light entry's handlers
+            // switch: `light`, `interrupt_other`).
+            Light::General | Light::AllRegisters => Handled::Return(exit),
         }
     }
 
@@ -175,16 +185,22 @@ impl ShortExitHandler for ShortExit<'_> {
         Light::Done
     }
 
-    /// The vCPU the last switch put on the CPU (`switch`).
-    fn switched_regs(&mut self) -> *mut GuestRegs {
-        self.switched
-    }
-
-    /// A WFx or SMC with the guest's caller-saved registers only.
+    /// A WFx or SMC with the guest's caller-saved registers only: a WFx as `wfx_way` says
+    /// (the wait at EL2, the hand-over to the other vCPU of a pair, or the general path);
+    /// any other as `dispatch` takes it (`synchronous_done`).
     #[inline]
-    fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
+    fn light(&mut self, regs: &mut CallerSaved, start: u64) -> LightAnswer {
         self.counters.settle(regs.entered());
-        self.dispatch(regs, start, Exit::Synchronous)
+        let esr = ESR_EL2.get();
+        if esr >> 26 == EC_WFX {
+            let light = match self.wfx_way(esr) {
+                Wfx::HandOver => return self.hand_over(regs, start, esr),
+                Wfx::Here => self.wait_here(regs, start, esr),
+                Wfx::General => Light::General,
+            };
+            return LightAnswer::new(light, regs.file());
+        }
+        LightAnswer::new(self.synchronous_done(regs, start, esr), regs.file())
     }
 
     /// An HVC with the guest's caller-saved registers: the call answered
@@ -225,15 +241,27 @@ impl ShortExitHandler for ShortExit<'_> {
 
     /// The vCPU's own physical IRQ the quick part did not finish.
     #[inline]
-    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64, own: u32) -> Light {
-        self.irq(regs, start, Taken::Own(own))
+    fn interrupt(&mut self, start: u64, own: u32) -> Light {
+        self.irq(start, Taken::Own(own))
     }
 
-    /// Another physical IRQ (`held`: its INTID, none when spurious).
+    /// Another physical IRQ (`held`: its INTID, none when spurious): held for the general
+    /// path, or on a CPU shared by two it may be the switch at the run queue's deadline
+    /// (`switch_at_deadline`).
     #[inline]
-    fn interrupt_other(&mut self, regs: &mut CallerSaved, start: u64, held: Option<u32>) -> Light {
-        let taken = held.map_or(Taken::Spurious, Taken::Foreign);
-        self.irq(regs, start, taken)
+    fn interrupt_other(
+        &mut self,
+        regs: &mut CallerSaved,
+        start: u64,
+        held: Option<u32>,
+    ) -> LightAnswer {
+        if held.is_some() {
+            self.held = held;
+        }
+        if self.pair.is_some() {
+            return self.switch_at_deadline(regs, start);
+        }
+        LightAnswer::new(Light::General, regs.file())
     }
 
     /// A data abort taken at `start`, with the guest's caller-saved registers: a
@@ -283,7 +311,6 @@ impl<'a> ShortExit<'a> {
             alone,
             held: None,
             pair: None,
-            switched: core::ptr::null_mut(),
         }
     }
 
@@ -294,12 +321,16 @@ impl<'a> ShortExit<'a> {
         let path = match exit {
             Exit::Irq => {
                 let taken = self.acknowledge();
-                return self.irq(regs, start, taken);
+                return self.irq(start, taken);
             }
             Exit::Synchronous => {
                 let esr = ESR_EL2.get();
                 if esr >> 26 == EC_WFX {
-                    return self.wait(regs, start, esr);
+                    return match self.wfx_way(esr) {
+                        Wfx::Here => self.wait_here(regs, start, esr),
+                        // A hand-over needs a light entry's registers (`light`).
+                        Wfx::HandOver | Wfx::General => Light::General,
+                    };
                 }
                 return self.synchronous_done(regs, start, esr);
             }
@@ -331,11 +362,11 @@ impl<'a> ShortExit<'a> {
         }
     }
 
-    /// A physical IRQ exit taken at `start`, its interrupt acknowledged (`taken`): this
-    /// vCPU's own is injected; another is held for the general path, or on a CPU shared by
-    /// two it may be the switch at the run queue's deadline (`switch_at_deadline`).
+    /// A physical IRQ exit taken at `start` with every register saved, its interrupt
+    /// acknowledged (`taken`): this vCPU's own is injected; another is held for the general
+    /// path (no switch is made from here: `interrupt_other`).
     #[inline(always)]
-    fn irq<R: Registers>(&mut self, regs: &mut R, start: u64, taken: Taken) -> Light {
+    fn irq(&mut self, start: u64, taken: Taken) -> Light {
         match taken {
             Taken::Own(intid) => {
                 self.inject_running(intid);
@@ -344,20 +375,9 @@ impl<'a> ShortExit<'a> {
             }
             Taken::Foreign(intid) => {
                 self.held = Some(intid);
-                self.general_irq(regs, start)
+                Light::General
             }
-            Taken::Spurious => self.general_irq(regs, start),
-        }
-    }
-
-    /// An IRQ exit that is not this vCPU's to inject: the general path's, unless it is the
-    /// switch at the deadline on a CPU shared by two.
-    #[inline(always)]
-    fn general_irq<R: Registers>(&mut self, regs: &mut R, start: u64) -> Light {
-        if self.pair.is_some() {
-            self.switch_at_deadline(regs, start)
-        } else {
-            Light::General
+            Taken::Spurious => Light::General,
         }
     }
 
@@ -464,24 +484,25 @@ impl<'a> ShortExit<'a> {
     /// the interrupt that wakes it is acknowledged and, when it is this vCPU's (its timer
     /// PPI, or one its VM owns), injected, and the guest goes straight back in after its
     /// WFI. Another interrupt returns to the general path as an IRQ exit (`held`), the
-    /// guest's WFI done (a spurious wake-up, which WFI allows). A WFE, or any other vCPU
-    /// that shares its CPU, goes to the general path untouched: another vCPU may have to
-    /// run while this one waits.
+    /// guest's WFI done (a spurious wake-up, which WFI allows). A WFE goes to the general
+    /// path untouched; any other vCPU that shares its CPU hands it over (`hand_over`, from a
+    /// light entry), or goes to the general path untouched: another vCPU may have to run
+    /// while this one waits.
     ///
     /// The choice is inline and the two ways out of line: the hand-over saves no registers
     /// for the wait's.
     #[inline(always)]
-    fn wait<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
+    fn wfx_way(&self, esr: u64) -> Wfx {
         if esr & ESR_WFX_TI != 0 {
-            return Light::General;
+            return Wfx::General;
         }
         if !(self.alone || self.ahead_of_timer()) {
-            return self.hand_over(regs, start, esr);
+            return Wfx::HandOver;
         }
-        self.wait_here(regs, start, esr)
+        Wfx::Here
     }
 
-    /// `wait` for a vCPU that keeps its CPU: the CPU waits at EL2, this vCPU loaded.
+    /// A WFI of a vCPU that keeps its CPU (`wfx_way`): the CPU waits at EL2, this vCPU loaded.
     #[inline(never)]
     fn wait_here<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
         let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
@@ -598,20 +619,21 @@ impl<'a> ShortExit<'a> {
     /// may change the decision), a vCPU that is off or being rebuilt, a VM whose preempted
     /// vCPUs migrate, or a decision that is not just that hand-over.
     #[inline(never)]
-    fn switch_at_deadline<R: Registers>(&mut self, regs: &mut R, start: u64) -> Light {
+    fn switch_at_deadline(&mut self, regs: &mut CallerSaved, start: u64) -> LightAnswer {
         let board = self.vm.shared.board();
-        let (Some(pair), Some(file)) = (self.pair.as_mut(), regs.switchable()) else {
-            return Light::General;
+        let file = regs.file();
+        let Some(pair) = self.pair.as_mut() else {
+            return LightAnswer::new(Light::General, file);
         };
         if self.held != Some(board.timer_hyp_irq)
             || !pair.other.may_run()
             || self.vm.migrates()
             || gic::highest_pending().is_some_and(|intid| intid != board.timer_virt_irq)
         {
-            return Light::General;
+            return LightAnswer::new(Light::General, file);
         }
         let Some(decision) = pair.queue.preempt_at_deadline(timer::now()) else {
-            return Light::General;
+            return LightAnswer::new(Light::General, file);
         };
         self.held = None;
         gic::end_of_interrupt(board.timer_hyp_irq);
@@ -630,23 +652,24 @@ impl<'a> ShortExit<'a> {
     /// rest: no ready vCPU to take over (the CPU idles: both wait), one that is off or being
     /// rebuilt, or a queue in any other state.
     #[inline(never)]
-    fn hand_over<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
-        let (Some(pair), Some(file)) = (self.pair.as_mut(), regs.switchable()) else {
-            return Light::General;
+    fn hand_over(&mut self, regs: &mut CallerSaved, start: u64, esr: u64) -> LightAnswer {
+        let file = regs.file();
+        let Some(pair) = self.pair.as_mut() else {
+            return LightAnswer::new(Light::General, file);
         };
         if !pair.queue.has_ready() || !pair.other.may_run() {
-            return Light::General;
+            return LightAnswer::new(Light::General, file);
         }
         let len = instruction_len(esr);
         if self.vm.has_deliverable_at_wfi() {
             self.vm.choose_list_registers();
             regs.advance(len);
             self.counters.wfi(start);
-            return Light::Done;
+            return LightAnswer::new(Light::Done, file);
         }
         let deadline = self.vm.timer_deadline();
         let Some(decision) = pair.queue.block_and_hand_over(timer::now(), deadline) else {
-            return Light::General;
+            return LightAnswer::new(Light::General, file);
         };
         regs.advance(len);
         self.switch(file, regs.entered(), start, Trap::Wfi, decision.next_event)
@@ -660,8 +683,8 @@ impl<'a> ShortExit<'a> {
     /// EL2 timer is armed for the queue's next event, the new vCPU's entry is prepared as
     /// `enter` prepares one, and the exit, switch and entry are counted
     /// (`ShortExits::switch`). The world switch then saves the rest of the old registers
-    /// and enters the new ones (`Light::Switched`). `next_event`: the run queue's, as its
-    /// decision found it (`HandedOver`).
+    /// and enters the new ones (`LightAnswer::switched`). `next_event`: the run queue's, as
+    /// its decision found it (`HandedOver`).
     fn switch(
         &mut self,
         regs: *mut GuestRegs,
@@ -669,15 +692,15 @@ impl<'a> ShortExit<'a> {
         start: u64,
         trap: Trap,
         next_event: Option<u64>,
-    ) -> Light {
+    ) -> LightAnswer {
         let Some(pair) = self.pair.as_mut() else {
-            return Light::General;
+            return LightAnswer::new(Light::General, regs);
         };
         let from = self.vm.index();
         self.vm.finish_entry(None);
         self.vm.switch_over();
         core::mem::swap(&mut self.vm, &mut pair.other);
-        self.switched = core::mem::replace(&mut pair.other_regs, regs);
+        let switched = core::mem::replace(&mut pair.other_regs, regs);
         pair.swapped = !pair.swapped;
         self.vm.switch_in(pair.cpu);
         let to = self.vm.index();
@@ -685,7 +708,7 @@ impl<'a> ShortExit<'a> {
         let slot = self.vm.prepare_entry();
         self.uart = UartExit::new(to, slot);
         self.counters.switch(from, entered, start, trap, to);
-        Light::Switched
+        LightAnswer::switched(switched)
     }
 
     /// The vCPU's exit leaves the short path for the general one, its registers `regs`

@@ -32,11 +32,6 @@ pub trait Registers {
     fn advance(&mut self, len: u64);
     /// x0..x18, which are always saved.
     fn caller_saved(&mut self) -> &mut [u64];
-    /// The EL2 clock just before the guest was last entered (`GuestRegs::entered`).
-    fn entered(&self) -> u64;
-    /// The register file, when the world switch can enter another vCPU from this exit (a
-    /// light entry's: `Light::Switched`); `None` with every register saved.
-    fn switchable(&mut self) -> Option<*mut GuestRegs>;
 }
 
 impl Registers for GuestRegs {
@@ -56,14 +51,6 @@ impl Registers for GuestRegs {
     fn caller_saved(&mut self) -> &mut [u64] {
         self.caller_saved_mut()
     }
-    #[inline]
-    fn entered(&self) -> u64 {
-        self.entered
-    }
-    #[inline]
-    fn switchable(&mut self) -> Option<*mut GuestRegs> {
-        None
-    }
 }
 
 impl Registers for CallerSaved {
@@ -82,14 +69,6 @@ impl Registers for CallerSaved {
     #[inline]
     fn caller_saved(&mut self) -> &mut [u64] {
         CallerSaved::caller_saved(self)
-    }
-    #[inline]
-    fn entered(&self) -> u64 {
-        CallerSaved::entered(self)
-    }
-    #[inline]
-    fn switchable(&mut self) -> Option<*mut GuestRegs> {
-        Some(core::ptr::from_mut(self).cast::<GuestRegs>())
     }
 }
 

@@ -107,12 +107,42 @@ type ShortCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void, u64) -> u64;
 /// answer (x0, x1).
 type LightCall = extern "C" fn(u64, *mut GuestRegs, *mut c_void) -> LightAnswer;
 
-/// A light entry's answer, returned in x0 and x1: a `Light` as u64 and, after
-/// `Light::Switched`, the register file of the vCPU to enter (`ShortExitHandler::switched_regs`).
+/// A light entry's answer, returned in x0 and x1: a `Light` as u64, or `SWITCHED`, and the
+/// register file to enter (the exit's own, or after `SWITCHED` the new vCPU's).
 #[repr(C)]
-struct LightAnswer {
+pub struct LightAnswer {
     light: u64,
     regs: *mut GuestRegs,
+}
+
+/// The answer of a handler that finished the exit by putting another vCPU on the CPU (a
+/// switch inside the world switch): the guest that exited keeps the registers the vector
+/// did not save (x19..x29, still in the CPU, and ELR_EL2 and SPSR_EL2, which the handler
+/// may have moved past the trapped instruction) and its exit's clock in its register file,
+/// and the world switch enters the new vCPU's (`LightAnswer::switched`). The light entries'
+/// assembly compares with this value (`light_general`).
+const SWITCHED: u64 = 4;
+
+impl LightAnswer {
+    /// `light` for the exit whose register file is `regs`.
+    #[inline(always)]
+    pub fn new(light: Light, regs: *mut GuestRegs) -> Self {
+        LightAnswer {
+            light: light as u64,
+            regs,
+        }
+    }
+
+    /// The exit finished by a switch to the vCPU whose register file is `regs` (`SWITCHED`).
+    /// It must stay valid and not be touched by anything but the world switch and its
+    /// handlers until `enter_guest` returns.
+    #[inline(always)]
+    pub fn switched(regs: *mut GuestRegs) -> Self {
+        LightAnswer {
+            light: SWITCHED,
+            regs,
+        }
+    }
 }
 
 /// Which `ShortExitHandler` method a light entry's handler calls (`light_exit`): each entry
@@ -147,8 +177,9 @@ pub trait ShortExitHandler {
     /// A WFx or SMC from the guest, taken at `start`, asked first, with only the guest's
     /// caller-saved registers saved and ELR and SPSR in ELR_EL2 and SPSR_EL2
     /// (`CallerSaved`). Whatever it does not finish it must leave untouched, except as
-    /// `Light::Interrupted` says.
-    fn light(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
+    /// `Light::Interrupted` says. It may switch (`LightAnswer::switched`), so it answers
+    /// whole: the handlers it ends in return the answer (the light entry makes no frame).
+    fn light(&mut self, regs: &mut CallerSaved, start: u64) -> LightAnswer;
 
     /// An HVC from the guest taken at `start`: `light` for the HVC, which the vector
     /// knows already.
@@ -169,23 +200,23 @@ pub trait ShortExitHandler {
         start: u64,
     ) -> Quick<Self::Own, Self::Other>;
 
-    /// The vCPU's own physical IRQ that `interrupt_quick` did not finish (`own`): `light`
-    /// for the IRQ vector.
-    fn interrupt(&mut self, regs: &mut CallerSaved, start: u64, own: Self::Own) -> Light;
+    /// The vCPU's own physical IRQ that `interrupt_quick` did not finish (`own`), taken at
+    /// `start`: `light` for the IRQ vector (an injection touches no guest register).
+    fn interrupt(&mut self, start: u64, own: Self::Own) -> Light;
 
     /// Any other physical IRQ (`other`): `light` for the IRQ vector. Apart from `interrupt`,
     /// so that its way (to the general path, or to a switch) keeps only the registers it
     /// needs, not the injection's.
-    fn interrupt_other(&mut self, regs: &mut CallerSaved, start: u64, other: Self::Other) -> Light;
+    fn interrupt_other(
+        &mut self,
+        regs: &mut CallerSaved,
+        start: u64,
+        other: Self::Other,
+    ) -> LightAnswer;
 
     /// A data abort from the guest taken at `start`: `light` for the data abort, which the
     /// vector knows already.
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light;
-
-    /// After `Light::Switched`: the register file of the vCPU the handler put on the CPU,
-    /// which the world switch enters. It must stay valid and not be touched by anything but
-    /// the world switch and its handlers until `enter_guest` returns.
-    fn switched_regs(&mut self) -> *mut GuestRegs;
 }
 
 /// What `ShortExitHandler::exit` did.
@@ -226,12 +257,6 @@ pub enum Light {
     /// a physical interrupt that is not this VM's arrived meanwhile: `enter_guest` returns
     /// `Exit::Irq`.
     Interrupted = 3,
-    /// The handler finished the exit by putting another vCPU on the CPU (a switch inside the
-    /// world switch): the guest that exited keeps the registers the vector did not save
-    /// (x19..x29, still in the CPU, and ELR_EL2 and SPSR_EL2, which the handler may have
-    /// moved past the trapped instruction) and its exit's clock in its register file, and
-    /// the world switch enters the new vCPU's (`ShortExitHandler::switched_regs`) instead.
-    Switched = 4,
 }
 
 /// The guest's register file at a light short exit (`ShortExitHandler::light`): x0..x18 and x30 hold the guest's
@@ -275,6 +300,12 @@ impl CallerSaved {
     #[inline]
     pub fn entered(&self) -> u64 {
         self.0.entered
+    }
+
+    /// The whole register file (for the world switch: `LightAnswer`, a switch's old file).
+    #[inline]
+    pub fn file(&mut self) -> *mut GuestRegs {
+        core::ptr::from_mut(&mut self.0)
     }
 
     /// Moves the guest's ELR (ELR_EL2, loaded by the `eret`) past the trapped instruction
@@ -413,10 +444,7 @@ extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
         // SAFETY: as above.
         let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
         return match short.interrupt_quick(saved, start) {
-            Quick::Done(light) => LightAnswer {
-                light: light as u64,
-                regs,
-            },
+            Quick::Done(light) => LightAnswer::new(light, regs),
             Quick::Own(own) => interrupt_exit(start, regs, short, own),
             Quick::Other(other) => interrupt_other_exit(start, regs, short, other),
         };
@@ -425,21 +453,17 @@ extern "C" fn light_exit<S: ShortExitHandler, const ENTRY: u8>(
         // SAFETY: as above.
         let saved = unsafe { &mut *regs.cast::<SysregSaved>() };
         return match short.system_register_quick(saved, start) {
-            Some(light) => LightAnswer {
-                light: light as u64,
-                regs,
-            },
+            Some(light) => LightAnswer::new(light, regs),
             None => system_register_exit(start, regs, short),
         };
     }
     // SAFETY: as above.
     let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
-    let light = match ENTRY {
-        DATA_ABORT => short.data_abort(saved, start),
-        HYPERCALL => short.hypercall(saved, start),
+    match ENTRY {
+        DATA_ABORT => LightAnswer::new(short.data_abort(saved, start), regs),
+        HYPERCALL => LightAnswer::new(short.hypercall(saved, start), regs),
         _ => short.light(saved, start),
-    };
-    answer(light, regs, short)
+    }
 }
 
 /// The IRQ's light entry (`light_exit`) after a quick part that left the vCPU's own
@@ -451,10 +475,7 @@ fn interrupt_exit<S: ShortExitHandler>(
     short: &mut S,
     own: S::Own,
 ) -> LightAnswer {
-    // SAFETY: as in `light_exit`, whose arguments these are.
-    let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
-    let light = short.interrupt(saved, start, own);
-    answer(light, regs, short)
+    LightAnswer::new(short.interrupt(start, own), regs)
 }
 
 /// The IRQ's light entry (`light_exit`) after a quick part that left another interrupt
@@ -468,8 +489,7 @@ fn interrupt_other_exit<S: ShortExitHandler>(
 ) -> LightAnswer {
     // SAFETY: as in `light_exit`, whose arguments these are.
     let saved = unsafe { &mut *regs.cast::<CallerSaved>() };
-    let light = short.interrupt_other(saved, start, other);
-    answer(light, regs, short)
+    short.interrupt_other(saved, start, other)
 }
 
 /// The system register's light entry (`light_exit`) after a quick part that did not finish
@@ -483,23 +503,7 @@ fn system_register_exit<S: ShortExitHandler>(
     // SAFETY: as in `light_exit`, whose arguments these are; its system register entry
     // (`guest_sysreg`) stored x19..x29.
     let saved = unsafe { &mut *regs.cast::<SysregSaved>() };
-    let light = short.system_register(saved, start);
-    answer(light, regs, short)
-}
-
-/// A light entry's answer: `light`, and the register file to enter, `regs` unless the
-/// handler switched to another vCPU.
-#[inline(always)]
-fn answer<S: ShortExitHandler>(light: Light, regs: *mut GuestRegs, short: &mut S) -> LightAnswer {
-    let regs = if light == Light::Switched {
-        short.switched_regs()
-    } else {
-        regs
-    };
-    LightAnswer {
-        light: light as u64,
-        regs,
-    }
+    LightAnswer::new(short.system_register(saved, start), regs)
 }
 
 /// Points VBAR_EL2 at Partita's vector table on this CPU: the one whose clock this CPU has
@@ -779,9 +783,9 @@ light_entry guest_sysreg, xzr, 56, \clock, 1
 // and SPSR are saved as well and the exit goes to the general short exit (`AllRegisters`,
 // 2, with the same clock and kind), returns to the host (`General`, 0, with the kind as
 // taken; `Interrupted`, 3, as an IRQ), or enters the vCPU the handler switched to
-// (`Switched`, 4, its register file in x1).
+// (`SWITCHED`, its register file in x1).
 light_general_\clock:
-    cmp     x0, #4
+    cmp     x0, #{switched}
     b.eq    light_switch_\clock
     ldr     x1, [sp, #32]
     save_callee
@@ -799,7 +803,7 @@ light_general_\clock:
 5:  mov     x0, #1
     b       restore_host_\clock
 
-// The handler switched the CPU to the vCPU whose register file is at x1 (`Light::Switched`):
+// The handler switched the CPU to the vCPU whose register file is at x1 (`SWITCHED`):
 // the guest that exited keeps x19..x29, ELR, SPSR and its exit's clock in its own (the
 // frame's), the frame takes the new one, and the new vCPU is entered.
 light_switch_\clock:
@@ -841,6 +845,7 @@ world_switch counter
 "#,
     elr = const offset_of!(GuestRegs, elr),
     done = const DONE,
+    switched = const SWITCHED,
     exited = const offset_of!(GuestRegs, exited),
     entered = const offset_of!(GuestRegs, entered),
 );
@@ -848,4 +853,6 @@ world_switch counter
 const _: () = {
     assert!(offset_of!(GuestRegs, elr) == 248);
     assert!(offset_of!(GuestRegs, spsr) == 256);
+    // `light_general` tells a switch from every `Light` (the largest, `Interrupted`, 3).
+    assert!(SWITCHED > Light::Interrupted as u64);
 };
