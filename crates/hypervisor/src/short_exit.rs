@@ -92,8 +92,8 @@ pub struct ShortExit<'a> {
 }
 
 /// A physical IRQ as `ShortExit::acknowledge` found it, for the rest of its exit
-/// (`ShortExitHandler::interrupt`).
-pub enum Taken {
+/// (`interrupt_quick`, which leaves it as `Quick`; `irq` with every register saved).
+enum Taken {
     /// No interrupt (a spurious INTID).
     Spurious,
     /// Another VM's interrupt, or Partita's own: the general path takes it (`held`).
@@ -410,8 +410,8 @@ impl<'a> ShortExit<'a> {
         }
     }
 
-    /// `synchronous`, counted: out of line, so that a WFx's way through `dispatch` (the
-    /// wait and the hand-over, out of line themselves) keeps few registers across its call.
+    /// `synchronous`, counted: out of line, so that the WFx light entry (`light`: the wait
+    /// and the hand-over, out of line themselves) keeps few registers across its calls.
     #[inline(never)]
     fn synchronous_done<R: Registers>(&mut self, regs: &mut R, start: u64, esr: u64) -> Light {
         match self.synchronous(regs, esr) {
