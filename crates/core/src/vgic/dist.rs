@@ -153,10 +153,8 @@ impl MmioDevice for DistributorMmio<'_> {
                 self.vgic.ctlr.write(value);
             }
             DistReg::Bank(reg) => {
-                self.spi_bank().write(reg, size, value);
-                for intid in reg.intids(size).filter(|&i| i >= PRIVATE_IRQS) {
-                    self.vgic.refresh(0, intid);
-                }
+                let written = self.spi_bank().write(reg, size, value);
+                self.vgic.refresh_written(0, written);
             }
             DistReg::Router(intid) => self.vgic.change_route(intid, |route| {
                 regs::write_part(route, offset, size, value) & IROUTER_MASK

@@ -189,12 +189,6 @@ impl<'a> DistributorV2Mmio<'a> {
         }
     }
 
-    fn first_intid(reg: BankReg) -> u32 {
-        match reg {
-            BankReg::Bits(_, first) | BankReg::Priority(first) | BankReg::Config(first) => first,
-        }
-    }
-
     fn ctlr(&self) -> u32 {
         self.vgic.ctlr.bits() & (CTLR_ENABLE_GRP0 | CTLR_ENABLE_GRP1)
     }
@@ -240,7 +234,7 @@ impl MmioDevice for DistributorV2Mmio<'_> {
             DistReg::Typer => u64::from(self.typer()),
             DistReg::Fixed(value) => u64::from(value),
             DistReg::Bank(reg) => self
-                .bank(Self::first_intid(reg))
+                .bank(reg.first())
                 .map_or(0, |bank| bank.read(reg, size)),
             DistReg::Targets(first) => (0..size.bytes() as u32).fold(0, |value, i| {
                 value | (u64::from(self.target(first + i)) << (8 * i))
@@ -257,11 +251,11 @@ impl MmioDevice for DistributorV2Mmio<'_> {
             }
             DistReg::Bank(reg) => {
                 let vcpu = self.vcpu;
-                if let Some(mut bank) = self.bank(Self::first_intid(reg)) {
-                    bank.write(reg, size, value);
-                }
-                for intid in reg.intids(size) {
-                    self.vgic.refresh(vcpu, intid);
+                if let Some(written) = self
+                    .bank(reg.first())
+                    .map(|mut b| b.write(reg, size, value))
+                {
+                    self.vgic.refresh_written(vcpu, written);
                 }
             }
             DistReg::Targets(first) => {

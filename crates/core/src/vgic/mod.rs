@@ -45,6 +45,8 @@ mod tests;
 
 use alloc::vec::Vec;
 
+use regs::Written;
+
 pub use cpuif::LrFlush;
 pub use dist::{DistributorMmio, DISTRIBUTOR_SIZE};
 pub use dist_v2::{DistributorV2Mmio, SgirFilter, SgirRequest, DISTRIBUTOR_V2_SIZE};
@@ -295,12 +297,7 @@ impl Vgic {
     /// or route calls this.
     pub(crate) fn refresh(&mut self, vcpu: usize, intid: u32) {
         self.epoch += 1;
-        let owner = if intid < PRIVATE_IRQS {
-            Some(vcpu)
-        } else {
-            self.spi_target(intid)
-        };
-        let (Some(owner), Ok(irq)) = (owner, self.irq(vcpu, intid)) else {
+        let (Some(owner), Ok(irq)) = (self.owner(vcpu, intid), self.irq(vcpu, intid)) else {
             return;
         };
         if let Some(v) = self.vcpus.get_mut(owner) {
@@ -309,6 +306,62 @@ impl Vgic {
             v.release_live(intid);
             self.touched |= 1 << owner;
         }
+    }
+
+    /// After a bank write (`regs::Written`, `vcpu` selecting the bank of an SGI or PPI):
+    /// refreshes each interrupt whose state the write changed, and each whose pending state
+    /// it wrote while a list register of its vCPU presents it, so that the write wins over
+    /// what the list register held (`VcpuIrqs::release_live`); marks the vCPUs of those
+    /// whose configuration changed touched (their sets hold the same). The other interrupts
+    /// the register covers are as they were.
+    pub(crate) fn refresh_written(&mut self, vcpu: usize, written: Written) {
+        let refresh = written.state | written.pending;
+        let mut left = refresh;
+        while left != 0 {
+            let bit = left.trailing_zeros();
+            left &= left - 1;
+            let intid = written.first + bit;
+            if written.state & (1 << bit) != 0 || self.presented(vcpu, intid) {
+                self.refresh(vcpu, intid);
+            }
+        }
+        // One interrupt's vCPU is looked up; a write that reconfigures several (Linux's
+        // boot-time IGROUPR and IPRIORITYR writes) touches every vCPU of the VM instead,
+        // cheaper than a lookup each, and only a kick too many for the others.
+        let config = written.config;
+        if config.count_ones() > 1 {
+            self.touched |= 1u64
+                .checked_shl(self.vcpus.len() as u32)
+                .map_or(u64::MAX, |b| b - 1);
+        } else if let Some(owner) = (config != 0)
+            .then(|| self.owner(vcpu, written.first + config.trailing_zeros()))
+            .flatten()
+        {
+            self.touched |= 1 << owner;
+        }
+    }
+
+    /// The vCPU `intid` belongs to: `vcpu` for an SGI or PPI, the routed one for an SPI.
+    fn owner(&self, vcpu: usize, intid: u32) -> Option<usize> {
+        if intid < PRIVATE_IRQS {
+            Some(vcpu)
+        } else {
+            self.spi_target(intid)
+        }
+    }
+
+    /// Whether a list register of the vCPU `intid` belongs to presents it since its last
+    /// flush.
+    fn presented(&self, vcpu: usize, intid: u32) -> bool {
+        self.owner(vcpu, intid)
+            .and_then(|owner| self.vcpus.get(owner))
+            .is_some_and(|v| {
+                v.live
+                    .iter()
+                    .take(v.live_count)
+                    .flatten()
+                    .any(|entry| entry.intid == intid)
+            })
     }
 
     /// The vCPUs whose interrupts changed since the last call (bit n: vCPU n), cleared.

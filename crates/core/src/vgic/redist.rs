@@ -150,11 +150,11 @@ impl MmioDevice for RedistributorMmio<'_> {
                 }
             }
             RedistReg::Bank(reg) => {
-                if let Some(mut bank) = self.private_bank(vcpu) {
-                    bank.write(reg, size, value);
-                }
-                for intid in reg.intids(size) {
-                    self.vgic.refresh(vcpu, intid);
+                if let Some(written) = self
+                    .private_bank(vcpu)
+                    .map(|mut b| b.write(reg, size, value))
+                {
+                    self.vgic.refresh_written(vcpu, written);
                 }
             }
             RedistReg::Typer

@@ -87,17 +87,13 @@ impl BitReg {
         }
     }
 
-    fn apply(self, irq: &mut IrqState, bit: bool) {
-        match (self, bit) {
-            (BitReg::Group, group1) => irq.group1 = group1,
-            (_, false) => {}
-            (BitReg::SetEnable, true) => irq.enabled = true,
-            (BitReg::ClearEnable, true) => irq.enabled = false,
-            (BitReg::SetPending, true) => irq.set_pending(),
-            (BitReg::ClearPending, true) => irq.clear_pending(),
-            (BitReg::SetActive, true) => irq.active = true,
-            (BitReg::ClearActive, true) => irq.active = false,
-        }
+    /// Whether the register writes the pending or active state (ISPENDR to ICACTIVER), not
+    /// the configuration (IGROUPR, ISENABLER, ICENABLER).
+    fn changes_state(self) -> bool {
+        !matches!(
+            self,
+            BitReg::Group | BitReg::SetEnable | BitReg::ClearEnable
+        )
     }
 }
 
@@ -117,14 +113,11 @@ impl BankReg {
         }
     }
 
-    /// The INTIDs an access of `size` (already checked) to this register covers.
-    pub(crate) fn intids(self, size: AccessSize) -> core::ops::Range<u32> {
-        let (first, count) = match self {
-            BankReg::Bits(_, first) => (first, 32),
-            BankReg::Priority(first) => (first, size.bytes() as u32),
-            BankReg::Config(first) => (first, 16),
-        };
-        first..first.saturating_add(count)
+    /// The INTID of the register's first field.
+    pub(crate) fn first(self) -> u32 {
+        match self {
+            BankReg::Bits(_, first) | BankReg::Priority(first) | BankReg::Config(first) => first,
+        }
     }
 }
 
@@ -139,8 +132,12 @@ impl Bank<'_> {
         self.irqs.get(intid.checked_sub(self.first)? as usize)
     }
 
-    fn get_mut(&mut self, intid: u32) -> Option<&mut IrqState> {
-        self.irqs.get_mut(intid.checked_sub(self.first)? as usize)
+    /// The interrupts the bank has among the `count` fields of a register whose first field
+    /// is INTID `first`, each with its field's index.
+    fn fields_mut(&mut self, first: u32, count: u32) -> impl Iterator<Item = (u32, &mut IrqState)> {
+        let skip = self.first.saturating_sub(first).min(count);
+        let start = first.saturating_add(skip).saturating_sub(self.first) as usize;
+        (skip..count).zip(self.irqs.get_mut(start..).unwrap_or_default())
     }
 
     /// The value of `reg` read with `size` (already checked).
@@ -174,34 +171,115 @@ impl Bank<'_> {
         value
     }
 
-    /// Applies a write of `value` to `reg` with `size` (already checked).
-    pub(crate) fn write(&mut self, reg: BankReg, size: AccessSize, value: u64) {
+    /// Applies a write of `value` to `reg` with `size` (already checked) and says what it
+    /// did to which interrupts.
+    pub(crate) fn write(&mut self, reg: BankReg, size: AccessSize, value: u64) -> Written {
+        let mut written = Written {
+            first: reg.first(),
+            ..Written::default()
+        };
         match reg {
             BankReg::Bits(kind, first) => {
-                for i in 0..32 {
-                    if let Some(irq) = self.get_mut(first + i) {
-                        kind.apply(irq, value & (1 << i) != 0);
+                let fields = self.fields_mut(first, 32);
+                let value = value as u32;
+                // IGROUPR writes every bit as it is; the others write what a 1 bit means and
+                // ignore 0 bits. ISPENDR sets the latch for both triggers; ICPENDR clears it,
+                // and a level line still asserted keeps the interrupt pending
+                // (`IrqState::pending`).
+                let (present, changed) = match kind {
+                    BitReg::Group => write_flag(fields, value, None, |irq| &mut irq.group1),
+                    BitReg::SetEnable => {
+                        write_flag(fields, value, Some(true), |irq| &mut irq.enabled)
                     }
+                    BitReg::ClearEnable => {
+                        write_flag(fields, value, Some(false), |irq| &mut irq.enabled)
+                    }
+                    BitReg::SetPending => {
+                        write_flag(fields, value, Some(true), |irq| &mut irq.pending_latch)
+                    }
+                    BitReg::ClearPending => {
+                        write_flag(fields, value, Some(false), |irq| &mut irq.pending_latch)
+                    }
+                    BitReg::SetActive => {
+                        write_flag(fields, value, Some(true), |irq| &mut irq.active)
+                    }
+                    BitReg::ClearActive => {
+                        write_flag(fields, value, Some(false), |irq| &mut irq.active)
+                    }
+                };
+                if kind.changes_state() {
+                    written.state = changed;
+                } else {
+                    written.config = changed;
+                }
+                if matches!(kind, BitReg::SetPending | BitReg::ClearPending) {
+                    written.pending = present;
                 }
             }
             BankReg::Priority(first) => {
-                for i in 0..size.bytes() as u32 {
-                    if let Some(irq) = self.get_mut(first + i) {
-                        irq.priority = (value >> (8 * i)) as u8;
-                    }
+                for (i, irq) in self.fields_mut(first, size.bytes() as u32) {
+                    let priority = (value >> (8 * i)) as u8;
+                    let before = core::mem::replace(&mut irq.priority, priority);
+                    written.config |= u32::from(before != priority) << i;
                 }
             }
             BankReg::Config(first) => {
-                for i in 0..16 {
-                    if let Some(irq) = self.get_mut(first + i) {
-                        irq.trigger = if value & (2 << (2 * i)) != 0 {
-                            Trigger::Edge
-                        } else {
-                            Trigger::Level
-                        };
-                    }
+                for (i, irq) in self.fields_mut(first, 16) {
+                    let trigger = if value & (2 << (2 * i)) != 0 {
+                        Trigger::Edge
+                    } else {
+                        Trigger::Level
+                    };
+                    let before = core::mem::replace(&mut irq.trigger, trigger);
+                    written.state |= u32::from(before != trigger) << i;
                 }
             }
         }
+        written
     }
+}
+
+/// Writes one flag of each interrupt from the bits of `value`: each bit as it is (`one` is
+/// None), or `one` where a bit is 1. Returns the interrupts written and those that changed,
+/// one bit each.
+fn write_flag<'a>(
+    fields: impl Iterator<Item = (u32, &'a mut IrqState)>,
+    value: u32,
+    one: Option<bool>,
+    flag: impl Fn(&mut IrqState) -> &mut bool,
+) -> (u32, u32) {
+    let (mut written, mut changed) = (0u32, 0u32);
+    for (i, irq) in fields {
+        let bit = value & (1 << i) != 0;
+        let new = match one {
+            None => bit,
+            Some(one) if bit => one,
+            Some(_) => continue,
+        };
+        let field = flag(irq);
+        written |= 1 << i;
+        changed |= u32::from(*field != new) << i;
+        *field = new;
+    }
+    (written, changed)
+}
+
+/// What a bank write did (`Bank::write`), one bit per interrupt of the register: bit i is
+/// INTID `first + i`. `Vgic::refresh_written` brings the model up to date from it, for
+/// these interrupts only, not every one the register covers (Linux's ICENABLER write of
+/// one bit would otherwise refresh 32, about 3,500 instructions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Written {
+    /// The INTID of bit 0.
+    pub(crate) first: u32,
+    /// The interrupts whose latch, active state or trigger the write changed: what their
+    /// pending and active sets hold.
+    pub(crate) state: u32,
+    /// The interrupts whose group, enable or priority the write changed: what their vCPU
+    /// may put in its list registers, not its sets.
+    pub(crate) config: u32,
+    /// The interrupts whose pending state the write set or cleared (an ISPENDR or ICPENDR
+    /// bit of 1), changed in the model or not: a list register may hold the state the write
+    /// replaces.
+    pub(crate) pending: u32,
 }

@@ -57,15 +57,4 @@ impl IrqState {
             _ => self.pending_latch,
         }
     }
-
-    /// ISPENDR write: sets the latch for both triggers.
-    pub fn set_pending(&mut self) {
-        self.pending_latch = true;
-    }
-
-    /// ICPENDR write: clears the latch; a level line still asserted keeps
-    /// the interrupt pending.
-    pub fn clear_pending(&mut self) {
-        self.pending_latch = false;
-    }
 }
