@@ -154,6 +154,21 @@ pub fn download_exact(dir: &Path, specs: &[String]) -> Result<Vec<Deb>> {
         .collect()
 }
 
+/// The versions apt offers of `package` (qualified `name:arch`), highest first.
+pub fn versions(package: &str) -> Result<Vec<String>> {
+    let text = output(Command::new("apt-cache").args(["madison", package]))?;
+    Ok(madison_versions(&text))
+}
+
+/// The version column of `apt-cache madison` output, in its order.
+fn madison_versions(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.split('|').nth(1))
+        .map(|version| version.trim().to_owned())
+        .filter(|version| !version.is_empty())
+        .collect()
+}
+
 /// Unpacks `deb` into `dir` (emptied first).
 pub fn extract(deb: &Deb, dir: &Path) -> Result<()> {
     if dir.exists() {
@@ -208,4 +223,17 @@ fn output(command: &mut Command) -> Result<String> {
         );
     }
     String::from_utf8(result.stdout).with_context(|| format!("{command:?} printed non-UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::madison_versions;
+
+    #[test]
+    fn madison_output_gives_its_versions_in_order() {
+        let text = "linux-kbuild-6.1 |  6.1.192-3 | http://deb.debian.org/debian-security bookworm-security/main amd64 Packages\n\
+                    linux-kbuild-6.1 |  6.1.176-1 | http://deb.debian.org/debian bookworm/main amd64 Packages\n";
+        assert_eq!(madison_versions(text), ["6.1.192-3", "6.1.176-1"]);
+        assert!(madison_versions("").is_empty());
+    }
 }

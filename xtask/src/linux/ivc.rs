@@ -10,7 +10,9 @@
 //!
 //! Debian's arm64 headers package runs its build through `linux-kbuild-6.1`, whose tools
 //! (fixdep, modpost) are host programs: on this amd64 host the amd64 build of that package,
-//! of the same version, is unpacked beside the arm64 headers. Everything is downloaded and
+//! of the same upstream version, is unpacked beside the arm64 headers. Its Debian revision
+//! may differ: Debian's security archive rebuilds the architectures separately, and on
+//! 2026-11-28 it had arm64 headers 6.1.192-2 beside amd64 kbuild 6.1.192-3 only. Everything is downloaded and
 //! built under the directory given (inside the git-ignored cache); no built module is
 //! ever committed, and nothing is installed on the host.
 
@@ -107,8 +109,13 @@ fn init_with_module(init: &str) -> Result<String> {
 }
 
 /// The headers and host build tools for kernel package `name` (`linux-image-*-arm64`)
-/// of `version`.
-fn build_packages(name: &str, version: &str) -> Result<Vec<String>> {
+/// of `version`; `kbuild` gives the versions of the amd64 `linux-kbuild-*` package that
+/// apt offers, as `apt::versions` lists them.
+fn build_packages(
+    name: &str,
+    version: &str,
+    kbuild: impl Fn(&str) -> Result<Vec<String>>,
+) -> Result<Vec<String>> {
     let release = name
         .strip_prefix("linux-image-")
         .context("the kernel package is not named linux-image-*")?;
@@ -116,12 +123,26 @@ fn build_packages(name: &str, version: &str) -> Result<Vec<String>> {
         .strip_suffix("-arm64")
         .context("the kernel package is not an -arm64 flavour")?;
     let series = abi.split('.').take(2).collect::<Vec<_>>().join(".");
+    let tools = format!("linux-kbuild-{series}:amd64");
     let v = version;
+    let tools_version = same_upstream(version, &kbuild(&tools)?)
+        .with_context(|| format!("apt offers no {tools} of the kernel's upstream version {v}"))?;
     Ok(vec![
         format!("linux-headers-{release}:arm64={v}"),
         format!("linux-headers-{abi}-common:all={v}"),
-        format!("linux-kbuild-{series}:amd64={v}"),
+        format!("{tools}={tools_version}"),
     ])
+}
+
+/// Of `available` (highest first), `wanted` itself, or else the highest of the same
+/// upstream version (what precedes the last `-`, the Debian revision).
+fn same_upstream(wanted: &str, available: &[String]) -> Option<String> {
+    let upstream = |v: &str| v.rsplit_once('-').map_or(v, |(up, _)| up).to_owned();
+    available
+        .iter()
+        .find(|v| *v == wanted)
+        .or_else(|| available.iter().find(|v| upstream(v) == upstream(wanted)))
+        .cloned()
 }
 
 /// Builds the module and the command under `dir` for kernel package `name` of `version`;
@@ -132,7 +153,10 @@ fn build(dir: &Path, name: &str, version: &str) -> Result<(Placement, Vec<(Strin
     }
     let sources = dir.join("src");
     crate::linux::write_sources(&sources, &SOURCES)?;
-    let debs = apt::download_exact(&dir.join("debs"), &build_packages(name, version)?)?;
+    let debs = apt::download_exact(
+        &dir.join("debs"),
+        &build_packages(name, version, apt::versions)?,
+    )?;
     let root = dir.join("kbuild");
     if root.exists() {
         std::fs::remove_dir_all(&root)?;
@@ -304,16 +328,44 @@ mod tests {
     }
 
     #[test]
-    fn the_build_packages_match_the_kernel_exactly() {
+    fn the_build_packages_match_the_kernel_and_its_upstream_version() {
+        let offered = |versions: &'static [&'static str]| {
+            move |package: &str| {
+                assert_eq!(package, "linux-kbuild-6.1:amd64");
+                Ok(versions.iter().map(|v| v.to_string()).collect())
+            }
+        };
         assert_eq!(
-            build_packages("linux-image-6.1.0-56-arm64", "6.1.192-2").unwrap(),
+            build_packages(
+                "linux-image-6.1.0-56-arm64",
+                "6.1.192-2",
+                offered(&["6.1.192-3", "6.1.192-2", "6.1.176-1"])
+            )
+            .unwrap(),
             [
                 "linux-headers-6.1.0-56-arm64:arm64=6.1.192-2",
                 "linux-headers-6.1.0-56-common:all=6.1.192-2",
                 "linux-kbuild-6.1:amd64=6.1.192-2",
             ]
         );
-        assert!(build_packages("linux-image-6.1.0-56-cloud-amd64", "1").is_err());
+        let skewed = build_packages(
+            "linux-image-6.1.0-56-arm64",
+            "6.1.192-2",
+            offered(&["6.1.192-3", "6.1.176-1"]),
+        )
+        .unwrap();
+        assert_eq!(skewed[2], "linux-kbuild-6.1:amd64=6.1.192-3");
+        let missing = build_packages(
+            "linux-image-6.1.0-56-arm64",
+            "6.1.192-2",
+            offered(&["6.1.176-1"]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "apt offers no linux-kbuild-6.1:amd64 of the kernel's upstream version 6.1.192-2"
+        );
+        assert!(build_packages("linux-image-6.1.0-56-cloud-amd64", "1", offered(&[])).is_err());
     }
 
     #[test]
