@@ -70,24 +70,57 @@ pub fn parse_counts(text: &str) -> Result<Counts> {
     Ok(counts)
 }
 
-/// Instructions per function, most first; `functions` are (address, size, name) sorted by
-/// address, and an address in none of them counts as `?`.
-pub fn by_function(counts: &Counts, functions: &[(u64, u64, String)]) -> Vec<(String, u64)> {
-    let mut totals: HashMap<&str, u64> = HashMap::new();
+/// One function's share of a profile.
+#[derive(Debug, PartialEq, Eq)]
+pub struct FunctionCount {
+    pub name: String,
+    /// Instructions executed inside it (its own code and what was inlined into it).
+    pub instructions: u64,
+    /// How often its first instruction ran: its calls, for a function that never branches
+    /// back to its entry.
+    pub calls: u64,
+}
+
+impl FunctionCount {
+    /// Instructions per call (none for a function never entered at its start).
+    pub fn per_call(&self) -> Option<f64> {
+        (self.calls > 0).then(|| self.instructions as f64 / self.calls as f64)
+    }
+}
+
+/// Instructions and calls per function, most instructions first; `functions` are (address,
+/// size, name) sorted by address, and an address in none of them counts as `?` (never
+/// called).
+pub fn by_function(counts: &Counts, functions: &[(u64, u64, String)]) -> Vec<FunctionCount> {
+    let mut totals: HashMap<&str, (u64, u64)> = HashMap::new();
     for &(address, count) in &counts.by_address {
         let at = functions.partition_point(|(start, _, _)| *start <= address);
-        let name = at
+        let function = at
             .checked_sub(1)
             .map(|i| &functions[i])
-            .filter(|(start, size, _)| address < start + size)
-            .map_or("?", |(_, _, name)| name.as_str());
-        *totals.entry(name).or_default() += count;
+            .filter(|(start, size, _)| address < start + size);
+        let (name, entered) = function.map_or(("?", false), |(start, _, name)| {
+            (name.as_str(), address == *start)
+        });
+        let total = totals.entry(name).or_default();
+        total.0 += count;
+        if entered {
+            total.1 += count;
+        }
     }
-    let mut sorted: Vec<(String, u64)> = totals
+    let mut sorted: Vec<FunctionCount> = totals
         .into_iter()
-        .map(|(name, count)| (name.to_owned(), count))
+        .map(|(name, (instructions, calls))| FunctionCount {
+            name: name.to_owned(),
+            instructions,
+            calls,
+        })
         .collect();
-    sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    sorted.sort_by(|a, b| {
+        b.instructions
+            .cmp(&a.instructions)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     sorted
 }
 
@@ -112,7 +145,7 @@ pub fn build_plugin(dir: &Path) -> Result<PathBuf> {
 /// A finished profile: the counts and the instructions per function, most first.
 pub struct Profile {
     pub counts: Counts,
-    pub functions: Vec<(String, u64)>,
+    pub functions: Vec<FunctionCount>,
 }
 
 /// Runs the profile and prints it.
@@ -125,10 +158,21 @@ pub fn run(options: &Options) -> Result<()> {
         counts.total,
         counts.el2 as f64 * 100.0 / counts.total as f64
     );
-    println!("{:>14} {:>7}  function", "instructions", "of EL2");
-    for (name, count) in profile.functions.iter().take(options.top) {
-        let share = *count as f64 * 100.0 / counts.el2.max(1) as f64;
-        println!("{count:>14} {share:>6.2}%  {name}");
+    println!(
+        "{:>14} {:>7} {:>11} {:>9}  function",
+        "instructions", "of EL2", "calls", "per call"
+    );
+    for function in profile.functions.iter().take(options.top) {
+        let count = function.instructions;
+        let share = count as f64 * 100.0 / counts.el2.max(1) as f64;
+        let calls = function.calls;
+        let per_call = function
+            .per_call()
+            .map_or_else(|| "-".to_owned(), |n| format!("{n:.1}"));
+        println!(
+            "{count:>14} {share:>6.2}% {calls:>11} {per_call:>9}  {}",
+            function.name
+        );
     }
     Ok(())
 }
@@ -155,7 +199,7 @@ pub fn check_probe() -> Result<()> {
     if !profile
         .functions
         .iter()
-        .any(|(name, count)| name == WORLD_SWITCH && *count > 0)
+        .any(|f| f.name == WORLD_SWITCH && f.instructions > 0)
     {
         bail!("{WORLD_SWITCH} is not in the profile");
     }
@@ -246,14 +290,22 @@ mod tests {
             (0x100, 8, "partita::vm::Vm::enter".to_owned()),
             (0x200, 4, "partita::trap::handle".to_owned()),
         ];
+        let functions = by_function(&counts, &functions);
+        let row = |name: &str, instructions, calls| FunctionCount {
+            name: name.to_owned(),
+            instructions,
+            calls,
+        };
         assert_eq!(
-            by_function(&counts, &functions),
+            functions,
             [
-                ("partita::vm::Vm::enter".to_owned(), 20),
-                ("partita::trap::handle".to_owned(), 15),
-                ("?".to_owned(), 5)
+                row("partita::vm::Vm::enter", 20, 10),
+                row("partita::trap::handle", 15, 15),
+                row("?", 5, 0)
             ]
         );
+        assert_eq!(functions[0].per_call(), Some(2.0));
+        assert_eq!(functions[2].per_call(), None);
     }
 
     #[test]
