@@ -59,6 +59,7 @@
 
 mod entry;
 mod ids;
+mod long_work;
 mod owners;
 mod policy;
 mod queue;
@@ -66,6 +67,7 @@ mod queue;
 mod tests;
 
 pub use ids::IdIndex;
+pub use long_work::{LongWork, STOP_ROOM_MICROS, STOP_WAIT_MICROS};
 pub use owners::{OwnerTable, MAX_OWNERS, OWNED_INTIDS};
 pub use queue::RunQueue;
 

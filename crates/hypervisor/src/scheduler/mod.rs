@@ -25,7 +25,8 @@ use alloc::vec::Vec;
 
 use partita_core::board::Board;
 use partita_core::sched::{
-    ticks_from_micros, IdIndex, OwnerTable, RunQueue, VcpuId, VcpuState, MAX_VCPUS,
+    ticks_from_micros, IdIndex, LongWork, OwnerTable, RunQueue, VcpuId, VcpuState, MAX_VCPUS,
+    STOP_ROOM_MICROS, STOP_WAIT_MICROS,
 };
 
 use crate::arch::aarch64::vectors::Exit;
@@ -57,6 +58,10 @@ pub struct CpuScheduler {
     /// The position in `vms` of the owner of each forwarded physical interrupt (the virtual
     /// timer's PPI excepted: it goes to whichever vCPU is loaded); `reindex` rebuilds it.
     owners: OwnerTable,
+    /// VMs that stopped for good (their vCPU 0 here, and how) whose stop waits for room
+    /// before the CPU's next event (`stop_waiting`), and since when.
+    stopping: Vec<(VcpuId, Stop)>,
+    stop_wait: Option<LongWork>,
 }
 
 /// What an exit of the running vCPU for a physical interrupt or a WFI leads to
@@ -100,6 +105,8 @@ impl CpuScheduler {
             loaded_at: None,
             lent: Vec::new(),
             owners: OwnerTable::default(),
+            stopping: Vec::new(),
+            stop_wait: None,
         };
         scheduler.reindex();
         scheduler
@@ -128,6 +135,7 @@ impl CpuScheduler {
             vm.announce_start();
         }
         while !self.vms.is_empty() {
+            self.stop_waiting();
             let decision = self.queue.pick(timer::now());
             match decision.run.and_then(|id| self.position(id)) {
                 Some(at) => self.run_vcpu(at),
@@ -510,10 +518,23 @@ impl CpuScheduler {
                 self.vms[at].park(None);
                 let _ = self.queue.block(vcpu_of(&self.vms[at]), None);
             }
+            if self
+                .stopping
+                .iter()
+                .any(|&(id, _)| id == vcpu_of(&self.vms[at]))
+            {
+                at += 1;
+                continue;
+            }
             match self.vms[at].settle_end() {
                 Some(Some(how)) => {
-                    self.stop(at, how);
-                    continue;
+                    self.stopping.push((vcpu_of(&self.vms[at]), how));
+                    self.stop_waiting();
+                    if self.stopping.is_empty() {
+                        // Stopped: positions moved, so the scan starts again.
+                        at = 0;
+                        continue;
+                    }
                 }
                 Some(None) => {
                     let vm = &self.vms[at];
@@ -526,6 +547,38 @@ impl CpuScheduler {
                 None => {}
             }
             at += 1;
+        }
+    }
+
+    /// Stops the VMs in `stopping` once the work fits (`LongWork::fits`): the run queue's
+    /// next event, a vCPU's deadline that outranks what runs, is `STOP_ROOM_MICROS` away
+    /// or more, or they have waited `STOP_WAIT_MICROS`. Until then their parked vCPU 0
+    /// stays here, blocked, and the CPU's other vCPUs run on: a real-time VM's tick never
+    /// waits behind another VM's stop (docs/design.md, "Long EL2 work beside a real-time
+    /// VM"). Tried at each turn of the scheduler's loop, so at the latest after the
+    /// real-time VM's next WFI (its short paths leave a CPU with a stopping VM to this one:
+    /// the other vCPU may not run).
+    fn stop_waiting(&mut self) {
+        if self.stopping.is_empty() {
+            return;
+        }
+        let now = timer::now();
+        let frequency = timer::frequency();
+        let work = *self.stop_wait.get_or_insert_with(|| {
+            LongWork::new(
+                now,
+                ticks_from_micros(STOP_ROOM_MICROS, frequency),
+                ticks_from_micros(STOP_WAIT_MICROS, frequency),
+            )
+        });
+        if !work.fits(now, self.queue.next_event(now)) {
+            return;
+        }
+        self.stop_wait = None;
+        for (id, how) in core::mem::take(&mut self.stopping) {
+            if let Some(at) = self.position(id) {
+                self.stop(at, how);
+            }
         }
     }
 
