@@ -12,9 +12,9 @@
 //! (fixdep, modpost) are host programs: on this amd64 host the amd64 build of that package,
 //! of the same upstream version, is unpacked beside the arm64 headers. Its Debian revision
 //! may differ: Debian's security archive rebuilds the architectures separately, and on
-//! 2026-11-28 it had arm64 headers 6.1.192-2 beside amd64 kbuild 6.1.192-3 only. Everything is downloaded and
-//! built under the directory given (inside the git-ignored cache); no built module is
-//! ever committed, and nothing is installed on the host.
+//! 2026-11-28 it had arm64 headers 6.1.192-2 beside amd64 kbuild 6.1.192-3 only.
+//! Everything is downloaded and built under the directory given (inside the git-ignored
+//! cache); no built module is ever committed, and nothing is installed on the host.
 
 use super::apt::{self, Deb};
 use super::libraries::{Content, Placement};

@@ -59,8 +59,9 @@ pub struct CpuScheduler {
     /// timer's PPI excepted: it goes to whichever vCPU is loaded); `reindex` rebuilds it.
     owners: OwnerTable,
     /// VMs that stopped for good (their vCPU 0 here, and how) whose stop waits for room
-    /// before the CPU's next event (`stop_waiting`), and since when.
+    /// before the CPU's next event (`stop_waiting`).
     stopping: Vec<(VcpuId, Stop)>,
+    /// Since when they wait, and for what room (`None` while none waits).
     stop_wait: Option<LongWork>,
 }
 
