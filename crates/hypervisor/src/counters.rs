@@ -44,7 +44,7 @@ pub enum ExitKind {
 }
 
 /// The exit causes counted (`Counter::Traps*`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Trap {
     Hvc,
     Smc,

@@ -678,7 +678,8 @@ impl<'a> ShortExit<'a> {
     /// Hands the CPU to the pair's other vCPU inside the world switch, the run queue having
     /// decided so: the entered vCPU's exit, taken at `start` with its register file at
     /// `regs` (entered at `entered`), ends as a `trap` exit ends on the general path (its
-    /// console output flushed, `VmState::finish_entry`); the vCPU leaves the CPU and the
+    /// console output sent at a WFI, `VmState::finish_entry`; at the deadline it waits for
+    /// the vCPU's next entry, `finish_entry_at_deadline`); the vCPU leaves the CPU and the
     /// other one takes it (as `CpuScheduler::switch_at_deadline` and `hand_over` do), the
     /// EL2 timer is armed for the queue's next event, the new vCPU's entry is prepared as
     /// `enter` prepares one, and the exit, switch and entry are counted
@@ -697,7 +698,11 @@ impl<'a> ShortExit<'a> {
             return LightAnswer::new(Light::General, regs);
         };
         let from = self.vm.index();
-        self.vm.finish_entry(None);
+        if trap == Trap::Wfi {
+            self.vm.finish_entry(None);
+        } else {
+            self.vm.finish_entry_at_deadline();
+        }
         self.vm.switch_over();
         core::mem::swap(&mut self.vm, &mut pair.other);
         let switched = core::mem::replace(&mut pair.other_regs, regs);

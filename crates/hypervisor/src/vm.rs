@@ -983,6 +983,7 @@ impl VmState {
     }
 
     fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
+        self.flush_output_now();
         console::finish_vm_line(self.shared.index);
         crate::fabric::release(self.shared.index);
         let name = &self.shared.name;
@@ -1009,6 +1010,7 @@ impl VmState {
     /// The switched-out VM stops for good (on vCPU 0's CPU): its last output is printed,
     /// the physical interrupts it owned are disabled, and its other vCPUs are dropped.
     pub fn stop(&mut self, how: Stop) {
+        self.flush_output_now();
         console::finish_vm_line(self.shared.index);
         counters::print(self.shared.index, &self.shared.name);
         let migrations = self.shared.migrations.load(Ordering::Relaxed);
@@ -1168,25 +1170,50 @@ impl VmState {
     }
 
     /// Before the vCPU is entered: its console input and device lines brought to its virtual
-    /// GIC, its list registers chosen. Returns the position of its console UART among its
-    /// devices (the short exit's UART path).
+    /// GIC, its list registers chosen, and what its UARTs transmitted and was held back
+    /// sent to its console (`Devices::flush_output`). Returns the position of its console
+    /// UART among its devices (the short exit's UART path).
     #[inline]
     pub fn prepare_entry(&mut self) -> Option<usize> {
         let shared = &*self.shared;
         let mut hw = shared.hw.lock();
         update_lines(shared, &mut self.vgic, self.vcpu_index, &mut hw);
         self.vgic.before_entry(&mut hw.vgic);
+        hw.devices.flush_output(shared.index);
         hw.devices.console_slot()
     }
 
     /// The vCPU's entry ended, with an exit for the general path or a switch inside the
     /// world switch: the physical interrupt its short exit acknowledged and left to the
-    /// scheduler (`held`), and what its UARTs transmitted sent to its console.
+    /// scheduler (`held`), and, unless one was, what its UARTs transmitted sent to its
+    /// console (`flush_output`). With an interrupt waiting, the output waits for the VM's
+    /// next entry.
     #[inline]
     pub fn finish_entry(&mut self, held: Option<u32>) {
-        let index = self.shared.index;
         self.acknowledged = held;
+        if held.is_none() {
+            self.flush_output();
+        }
+    }
+
+    /// The vCPU leaves the CPU for a real-time VM whose deadline came (the switch at the
+    /// EL2 timer inside the world switch): nothing acknowledged is left to the scheduler,
+    /// and its output waits for its next entry, off the real-time VM's path.
+    #[inline]
+    pub fn finish_entry_at_deadline(&mut self) {
+        self.acknowledged = None;
+    }
+
+    /// What its UARTs transmitted sent to its console, when it fits (`Devices::flush_output`).
+    pub fn flush_output(&mut self) {
+        let index = self.shared.index;
         self.shared.hw.lock().devices.flush_output(index);
+    }
+
+    /// `flush_output` whatever the room: its boot ends.
+    fn flush_output_now(&mut self) {
+        let index = self.shared.index;
+        self.shared.hw.lock().devices.flush_output_now(index);
     }
 }
 

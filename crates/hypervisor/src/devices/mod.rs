@@ -1,22 +1,32 @@
 //! Glue between a VM's guest-physical device windows and the device models of
 //! `partita_core::devices`: which model answers an address, and where a UART's output goes.
 //!
-//! What a VM's UARTs transmit is drained into its `Output`, a line at most, and handed to
-//! its console stream when the line ends or the buffer fills, or when its vCPU's exit
-//! leaves the short path (`flush_output`): a character costs its exit a store into the
-//! buffer, not a console call.
+//! What a VM's UARTs transmit is drained into its `Output` and handed to its console
+//! stream when a line ends or the buffer fills, or when its vCPU's exit leaves the short
+//! path or it is entered (`flush_output`): a character costs its exit a store into the
+//! buffer, not a console call. A line is handed over only when it fits (`line_fits`): no
+//! physical interrupt pending and the CPU's next scheduling event (the EL2 timer: a
+//! real-time VM's deadline on a shared CPU) at least `LINE_ROOM_MICROS` away, since
+//! cleaning, tagging and printing a line takes its exit up to about 5,000 instructions
+//! with the CPU's interrupts masked, and begun just before the real-time VM's tick it would
+//! delay it. Otherwise the bytes wait in the buffer for the VM's next line end, exit, entry
+//! or its CPU's idle (`take_held`); only a full buffer goes at once.
 //!
 //! The models stay pure; this module only routes decoded accesses to them and drains what
 //! they produce. It must never read guest memory or registers.
 
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use partita_core::board::Region;
 use partita_core::config::DeviceConfig;
 use partita_core::devices::pl011::{self, Pl011};
 use partita_core::devices::testdev::TestDevice;
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
+use partita_core::sched::{has_room, ticks_from_micros, LINE_ROOM_MICROS};
 
+use crate::arch::aarch64::entry::{cpu_index, MAX_CPUS};
+use crate::arch::aarch64::{gic, timer};
 use crate::console;
 
 /// One emulated device of a VM.
@@ -52,10 +62,34 @@ pub struct UartAccess {
     pub data: bool,
 }
 
-/// Bytes a VM's UARTs transmitted that its console stream has not been given yet.
-const OUTPUT: usize = 128;
+/// Bytes a VM's UARTs transmitted that its console stream has not been given yet: a few
+/// lines, so that a line held for room (`line_fits`) and those after it rarely fill it.
+const OUTPUT: usize = 512;
 
-/// What a VM's UARTs transmitted, up to a line, on its way to the VM's console stream.
+/// Per CPU: a VM's output was held back for room on it, so its idle hands it over
+/// (`take_held`).
+static HELD: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+
+/// Whether a VM's console line may be handed over now without delaying a vCPU: no physical
+/// interrupt pending, and the CPU's next scheduling event at least `LINE_ROOM_MICROS` away
+/// (`partita_core::sched::has_room`). When not, this CPU's `HELD` flag is set.
+fn line_fits() -> bool {
+    let room = ticks_from_micros(LINE_ROOM_MICROS, timer::frequency());
+    let fits = !gic::pending() && has_room(timer::now(), timer::hyp_deadline(), room);
+    if !fits {
+        HELD[cpu_index()].store(true, Ordering::Relaxed);
+    }
+    fits
+}
+
+/// Whether a VM's output was held back on this CPU since the last call: the CPU, about to
+/// idle, hands its VMs' output over (`Devices::flush_output`).
+pub fn take_held() -> bool {
+    let held = &HELD[cpu_index()];
+    held.load(Ordering::Relaxed) && held.swap(false, Ordering::Relaxed)
+}
+
+/// What a VM's UARTs transmitted, on its way to the VM's console stream.
 struct Output {
     bytes: [u8; OUTPUT],
     len: usize,
@@ -81,15 +115,23 @@ impl Output {
         true
     }
 
-    /// Buffers one transmitted byte; a line end or a full buffer hands the buffer to VM
-    /// `vm`'s console stream.
+    /// Buffers one transmitted byte; a line end that fits (`line_fits`) or a full buffer
+    /// hands the buffer to VM `vm`'s console stream.
     #[inline]
     fn push(&mut self, byte: u8, vm: usize) {
         if let Some(slot) = self.bytes.get_mut(self.len) {
             *slot = byte;
             self.len += 1;
         }
-        if byte == b'\n' || self.len >= OUTPUT {
+        if self.len >= OUTPUT || (byte == b'\n' && line_fits()) {
+            self.flush(vm);
+        }
+    }
+
+    /// Hands the buffered bytes, if any, to VM `vm`'s console stream when they fit now.
+    #[inline]
+    fn flush_if_fits(&mut self, vm: usize) {
+        if self.len > 0 && line_fits() {
             self.flush(vm);
         }
     }
@@ -146,8 +188,15 @@ impl Devices {
     }
 
     /// Hands what VM `vm`'s UARTs transmitted and its console stream has not had yet to it
-    /// (every exit that leaves the short path, and every store the general path makes).
+    /// when it fits now (`line_fits`): at every exit that leaves the short path, every store
+    /// the general path makes, every entry and the idle of a CPU that held output back.
+    #[inline]
     pub fn flush_output(&mut self, vm: usize) {
+        self.output.flush_if_fits(vm);
+    }
+
+    /// `flush_output` whatever the room: the VM's boot ends, and its devices with it.
+    pub fn flush_output_now(&mut self, vm: usize) {
         if self.output.len > 0 {
             self.output.flush(vm);
         }
@@ -190,7 +239,7 @@ impl Devices {
             Model::Test(test) => test.take_raise(),
             Model::Uart(uart) => {
                 self.output.drain(uart, vm);
-                self.output.flush(vm);
+                self.output.flush_if_fits(vm);
                 None
             }
         })

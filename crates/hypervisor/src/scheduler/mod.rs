@@ -165,6 +165,13 @@ impl CpuScheduler {
             }
         }
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
+        // Output its VMs held back for room (`devices::take_held`) goes now, the EL2 timer
+        // armed for what the room is measured against, or at a later idle.
+        if crate::devices::take_held() {
+            for vm in &mut self.vms {
+                vm.flush_output();
+            }
+        }
         counters::idle_begin();
         aarch64_cpu::asm::wfi();
         counters::idle_end();

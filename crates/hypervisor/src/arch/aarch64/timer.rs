@@ -35,6 +35,12 @@ pub fn arm_hyp_timer(deadline: Option<u64>) {
     }
 }
 
+/// When CNTHP fires (the CPU's next scheduling event), if it is armed and not masked.
+pub fn hyp_deadline() -> Option<u64> {
+    let ctl = read_sysreg!("cnthp_ctl_el2");
+    (ctl & (CTL_ENABLE | CTL_IMASK) == CTL_ENABLE).then(|| read_sysreg!("cnthp_cval_el2"))
+}
+
 /// The loaded guest's virtual-timer deadline in physical ticks (CNTV_CVAL_EL0 +
 /// CNTVOFF_EL2), if the timer is enabled and its interrupt not masked.
 pub fn virtual_deadline(counter_offset: u64) -> Option<u64> {
