@@ -639,6 +639,7 @@ impl<'a> ShortExit<'a> {
         gic::end_of_interrupt(board.timer_hyp_irq);
         timer::arm_hyp_timer(None);
         gic::deactivate(board.timer_hyp_irq);
+        self.vm.finish_entry_at_deadline();
         self.switch(file, regs.entered(), start, Trap::Irq, decision.next_event)
     }
 
@@ -672,14 +673,16 @@ impl<'a> ShortExit<'a> {
             return LightAnswer::new(Light::General, file);
         };
         regs.advance(len);
+        self.vm.finish_entry(None);
         self.switch(file, regs.entered(), start, Trap::Wfi, decision.next_event)
     }
 
     /// Hands the CPU to the pair's other vCPU inside the world switch, the run queue having
     /// decided so: the entered vCPU's exit, taken at `start` with its register file at
-    /// `regs` (entered at `entered`), ends as a `trap` exit ends on the general path (its
-    /// console output sent at a WFI, `VmState::finish_entry`; at the deadline it waits for
-    /// the vCPU's next entry, `finish_entry_at_deadline`); the vCPU leaves the CPU and the
+    /// `regs` (entered at `entered`), ended by its caller as a `trap` exit ends on the
+    /// general path (its console output sent at a WFI, `VmState::finish_entry`; at the
+    /// deadline it waits for the vCPU's next entry, `finish_entry_at_deadline`), is counted
+    /// as that trap; the vCPU leaves the CPU and the
     /// other one takes it (as `CpuScheduler::switch_at_deadline` and `hand_over` do), the
     /// EL2 timer is armed for the queue's next event, the new vCPU's entry is prepared as
     /// `enter` prepares one, and the exit, switch and entry are counted
@@ -698,11 +701,6 @@ impl<'a> ShortExit<'a> {
             return LightAnswer::new(Light::General, regs);
         };
         let from = self.vm.index();
-        if trap == Trap::Wfi {
-            self.vm.finish_entry(None);
-        } else {
-            self.vm.finish_entry_at_deadline();
-        }
         self.vm.switch_over();
         core::mem::swap(&mut self.vm, &mut pair.other);
         let switched = core::mem::replace(&mut pair.other_regs, regs);
