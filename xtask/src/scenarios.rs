@@ -949,7 +949,8 @@ pub const SCENARIOS: &[Scenario] = &[
             pattern: "[freertos] bench: done",
             count: 1,
         }),
-        timeout_secs: 900,
+        // About 30 s on an idle host.
+        timeout_secs: 300,
         expect: &[
             Expect::Line("[freertos] bench: experiment=dispatch metric=samples value=2000 unit=count"),
             Expect::Line("[freertos] bench: experiment=dispatch metric=misses value=0 unit=count"),
