@@ -44,7 +44,7 @@ pub enum ExitKind {
 }
 
 /// The exit causes counted (`Counter::Traps*`).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub enum Trap {
     Hvc,
     Smc,

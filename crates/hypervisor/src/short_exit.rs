@@ -682,10 +682,10 @@ impl<'a> ShortExit<'a> {
     /// `regs` (entered at `entered`), ended by its caller as a `trap` exit ends on the
     /// general path (its console output sent at a WFI, `VmState::finish_entry`; at the
     /// deadline it waits for the vCPU's next entry, `finish_entry_at_deadline`), is counted
-    /// as that trap; the vCPU leaves the CPU and the
-    /// other one takes it (as `CpuScheduler::switch_at_deadline` and `hand_over` do), the
-    /// EL2 timer is armed for the queue's next event, the new vCPU's entry is prepared as
-    /// `enter` prepares one, and the exit, switch and entry are counted
+    /// as that trap; the vCPU leaves the CPU and the other one takes it (as
+    /// `CpuScheduler::switch_at_deadline` and `hand_over` do), the EL2 timer is armed for
+    /// the queue's next event, the new vCPU's entry is prepared as `enter` prepares one,
+    /// and the exit, switch and entry are counted
     /// (`ShortExits::switch`). The world switch then saves the rest of the old registers
     /// and enters the new ones (`LightAnswer::switched`). `next_event`: the run queue's, as
     /// its decision found it (`HandedOver`).
