@@ -623,6 +623,7 @@ impl ShortExits {
     /// otherwise, as `entering` finds), measured from the exit. A VM without counters has
     /// this CPU's spare words: counting there is counting nothing, as the general path does
     /// for it.
+    #[inline(always)]
     pub fn switch(&mut self, from: usize, entered: u64, exited: u64, trap: Trap, to: usize) {
         let at = cpu_index();
         let cpu = &CPUS[at];

@@ -307,6 +307,7 @@ pub fn arm_next_event(cpu: u8, queue: &RunQueue) {
 
 /// `arm_next_event` with the next event a run-queue decision found with it
 /// (`HandedOver::next_event`).
+#[inline(always)]
 pub fn arm_event(cpu: u8, event: Option<u64>) {
     timer::arm_hyp_timer(guest_beat(usize::from(cpu), event));
 }

@@ -636,8 +636,10 @@ impl<'a> ShortExit<'a> {
             return LightAnswer::new(Light::General, file);
         };
         self.held = None;
+        // Not disarmed first, as the general path does: the switch arms the EL2 timer for
+        // the queue's next event before anything looks at the GIC's pending state, and the
+        // timer's line, level-sensitive, drops then.
         gic::end_of_interrupt(board.timer_hyp_irq);
-        timer::arm_hyp_timer(None);
         gic::deactivate(board.timer_hyp_irq);
         self.vm.finish_entry_at_deadline();
         self.switch(file, regs.entered(), start, Trap::Irq, decision.next_event)
@@ -689,6 +691,13 @@ impl<'a> ShortExit<'a> {
     /// (`ShortExits::switch`). The world switch then saves the rest of the old registers
     /// and enters the new ones (`LightAnswer::switched`). `next_event`: the run queue's, as
     /// its decision found it (`HandedOver`).
+    ///
+    /// Inline in its two callers, and its pieces in it (`VmState::switch_over`,
+    /// `switch_in`, `prepare_entry`, `Vcpu::save` and `load`, `El1Context`'s moves,
+    /// `VirtualGic::unload`, `ShortExits::switch`): a switch makes one frame, not ten
+    /// (docs/design.md, "The vCPU switch", tenth round, has the measurements; the run
+    /// queue's decisions inlined as well made the switch to the GPOS longer).
+    #[inline(always)]
     fn switch(
         &mut self,
         regs: *mut GuestRegs,

@@ -99,6 +99,7 @@ impl Vcpu {
     /// Loads this vCPU's EL1 state, virtual CPU interface and EL2 controls onto the current
     /// CPU (`init_cpu` set the controls every vCPU shares); the VM's virtual counter is the
     /// physical one minus `counter_offset`.
+    #[inline(always)]
     pub fn load(&self, counter_offset: u64) {
         write_sysreg!("hcr_el2", self.hcr);
         write_sysreg!("vmpidr_el2", self.mpidr);
@@ -129,6 +130,7 @@ impl Vcpu {
     /// they are left as they are. Until then the old timer may still assert its PPI; the
     /// PPI is level-sensitive, so the GIC's pending state follows the timer the `load`
     /// restores, and nothing takes the PPI meanwhile.
+    #[inline(always)]
     pub fn save(&mut self) {
         self.el1.save();
         self.fp.save();

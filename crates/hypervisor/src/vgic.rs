@@ -497,6 +497,7 @@ impl VirtualGic {
     /// Empties the list registers when the vCPU leaves the CPU. Their contents stay here
     /// until the next `sync` folds them into the model, so taking a vCPU off the CPU needs
     /// no lock: the path of a higher-priority VM that preempts it never waits for this VM.
+    #[inline(always)]
     pub fn unload(&mut self) {
         gic_hyp::set_hcr(0);
         if !self.stale {

@@ -1065,7 +1065,7 @@ impl VmState {
     /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
     /// that expired while it was away is injected at once, its physical PPI made active as
     /// if it had been forwarded, so the guest takes it on entry without another exit.
-    #[inline]
+    #[inline(always)]
     pub fn switch_in(&mut self, cpu: u8) {
         let shared = &*self.shared;
         shared.stage2.activate();
@@ -1126,7 +1126,7 @@ impl VmState {
     /// `switch_out` when the other vCPU of the CPU is switched in right after, the CPU's
     /// interrupts masked meanwhile (`ShortExit::switch`): its load sets what `Vcpu::unload`
     /// would stop (`Vcpu::save`).
-    #[inline]
+    #[inline(always)]
     pub fn switch_over(&mut self) {
         self.vgic.unload();
         self.vcpu.save();
@@ -1173,7 +1173,7 @@ impl VmState {
     /// GIC, its list registers chosen, and what its UARTs transmitted and was held back
     /// sent to its console (`Devices::flush_output`). Returns the position of its console
     /// UART among its devices (the short exit's UART path).
-    #[inline]
+    #[inline(always)]
     pub fn prepare_entry(&mut self) -> Option<usize> {
         let shared = &*self.shared;
         let mut hw = shared.hw.lock();

@@ -43,6 +43,7 @@ macro_rules! el1_context {
         impl $name {
             /// Copies the live registers into `self`, two at a time: both read in one
             /// block, so that their fields, side by side, take one store pair.
+            #[inline(always)]
             pub fn save(&mut self) {
                 $(
                     let (a, b): (u64, u64);
@@ -62,6 +63,7 @@ macro_rules! el1_context {
 
             /// Loads `self` into the CPU, two at a time (one load pair each); call with the
             /// vCPU's stage 2 already selected.
+            #[inline(always)]
             pub fn restore(&self) {
                 $(
                     // SAFETY: these are the EL1/EL0 context registers of the vCPU being
