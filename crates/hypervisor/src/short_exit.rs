@@ -650,7 +650,7 @@ impl<'a> ShortExit<'a> {
     /// `CpuScheduler::wait`) when the vCPU goes on or the other one takes the CPU
     /// (`RunQueue::block_and_hand_over`), without leaving the world switch. With an
     /// interrupt to take, the guest runs on after its WFI, its list registers chosen again
-    /// (`has_deliverable_at_wfi` folds them). Otherwise the CPU goes to the other vCPU
+    /// (`has_deliverable_at_wfi` folded them). Otherwise the CPU goes to the other vCPU
     /// (`switch`), the blocked one taking its deadline along. The general path takes the
     /// rest: no ready vCPU to take over (the CPU idles: both wait), one that is off or being
     /// rebuilt, or a queue in any other state.

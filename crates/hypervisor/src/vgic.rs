@@ -10,9 +10,11 @@
 //! choose them again and requests a maintenance interrupt when interrupts wait for room.
 //! Three short cuts keep the model the truth without that work: an injection into loaded
 //! list registers may go straight into a free one (`Vgic::inject_loaded`), a vCPU about to
-//! wait with nothing left keeps its loaded ones (`Vgic::settle_loaded`), and a vCPU
-//! switched in again with nothing changed in the model gets its parked values back
-//! (`Vgic::unchanged_since_choice`). A maintenance interrupt disables the virtual CPU
+//! wait with nothing left keeps its loaded ones (unfolded when the guest is done with the
+//! one interrupt they held and nothing changed since, `Vgic::idle_again`; else folded,
+//! `Vgic::settle_loaded`), and a vCPU switched in again with nothing changed in the model
+//! gets its parked values back (`Vgic::unchanged_since_choice`), none when the guest had
+//! finished them all (`Parked::Finished`). A maintenance interrupt disables the virtual CPU
 //! interface until that refill (it would otherwise stay asserted at EL2). The guest's
 //! distributor and redistributor accesses trap (their windows are not in stage 2) and are
 //! emulated by the model.
@@ -93,9 +95,9 @@ pub struct VirtualGic {
     loaded: u16,
     /// The list registers must be chosen again before the next entry.
     stale: bool,
-    /// `lrs` holds what the list registers held when the vCPU left the CPU, not yet folded
-    /// into the model (`unload` takes no lock; the next `sync` folds them).
-    parked: bool,
+    /// What `lrs` holds of a vCPU that left the CPU with its list registers not folded into
+    /// the model (`unload` takes no lock; the next `sync` or choice folds them).
+    parked: Parked,
     /// The maintenance enables of the last choice (`Vgic::flush_in_place`), for ICH_HCR_EL2.
     hcr: u64,
 }
@@ -119,7 +121,7 @@ impl VirtualGic {
             lrs: [0; MAX_LIST_REGISTERS],
             loaded: ((1u32 << list_registers) - 1) as u16,
             stale: true,
-            parked: false,
+            parked: Parked::No,
             hcr: 0,
         }
     }
@@ -203,7 +205,7 @@ impl VirtualGic {
     /// touched, no interrupt of any vCPU changes, and nobody needs a kick.
     #[inline(always)]
     pub fn inject_running(&mut self, model: &mut Vgic, intid: u32) -> Injected {
-        if self.stale || self.parked {
+        if self.stale || self.parked != Parked::No {
             self.inject_general(model, intid);
             return Injected::General;
         }
@@ -223,7 +225,7 @@ impl VirtualGic {
     #[inline(always)]
     pub fn inject_again_running(&mut self, model: &Vgic, intid: u32) -> bool {
         !self.stale
-            && !self.parked
+            && self.parked == Parked::No
             && self.inject_again(model, intid, gic_hyp::empty_list_registers())
     }
 
@@ -242,7 +244,7 @@ impl VirtualGic {
     /// (the list registers stay loaded, `before_entry` has nothing to do).
     #[inline(always)]
     fn inject_loaded(&mut self, model: &mut Vgic, intid: u32) -> bool {
-        if self.stale || self.parked {
+        if self.stale || self.parked != Parked::No {
             return false;
         }
         self.inject_free(model, intid, gic_hyp::empty_list_registers())
@@ -303,7 +305,7 @@ impl VirtualGic {
     #[inline(always)]
     pub fn send_sgi(&mut self, model: &mut Vgic, value: u64) -> bool {
         if let Some(intid) = self.self_sgi(value) {
-            if !(self.stale || self.parked) {
+            if !(self.stale || self.parked != Parked::No) {
                 let free = gic_hyp::empty_list_registers();
                 if self.inject_again(model, intid, free) || self.inject_free(model, intid, free) {
                     return true;
@@ -329,51 +331,53 @@ impl VirtualGic {
         let _ = model.send_sgi(self.vcpu, SgiRequest::decode(value));
     }
 
-    /// The vCPU is about to wait for an interrupt: true when nothing is there to wake it
-    /// and its list registers, loaded, are what the model would choose (none live), so
-    /// neither `has_deliverable` nor `before_entry` need run before it waits
-    /// (`Vgic::settle_loaded`, which folds the list registers the guest finished). False:
-    /// the general answer is needed. Not after a choice that asked for a maintenance
-    /// interrupt, which the general path clears.
-    pub fn settled_for_wait(&mut self, model: &mut Vgic) -> bool {
-        self.settled(model, false)
-    }
-
-    /// `settled_for_wait` for the short wait, whose wake-up injects with `inject_running`:
-    /// true also when the list registers are left as they are because the guest is done
-    /// with the one interrupt they held and nothing changed since (`Vgic::idle_again`), so
-    /// that the same interrupt waking it needs no fold.
+    /// For the short wait, whose wake-up injects with `inject_running`: true when nothing is
+    /// there to wake the vCPU, so neither `has_deliverable` nor `before_entry` need run
+    /// before it waits (`settled`).
     pub fn settled_for_short_wait(&mut self, model: &mut Vgic) -> bool {
-        self.settled(model, true)
+        self.settled(model) != Settled::No
     }
 
+    /// At a WFI the general path or the hand-over handles (`Vm::has_deliverable_at_wfi`):
+    /// true when nothing is there to take (`settled`). The list registers are then as they
+    /// were (`Settled::Again`), or folded with nothing live, pending or active
+    /// (`Settled::Folded`): the state `sync` leaves (the list registers to be chosen again
+    /// before the next entry), without `sync`'s reads of the list registers or
+    /// `has_deliverable`'s walk. False: the model unchanged but for the folded list
+    /// registers; ask `has_deliverable`.
+    pub fn settled_at_wfi(&mut self, model: &mut Vgic) -> bool {
+        match self.settled(model) {
+            Settled::No => false,
+            Settled::Again => true,
+            Settled::Folded => {
+                self.stale = true;
+                true
+            }
+        }
+    }
+
+    /// The vCPU is about to wait for an interrupt, its list registers loaded: whether
+    /// nothing is there to wake it. Either the guest is done with the one interrupt they
+    /// held and nothing changed since (`Vgic::idle_again`): they stay as they are, list
+    /// register 0 not folded, so that the same interrupt waking it needs no fold and a
+    /// switch takes them away and brings them back as they are (`unload`, `choose`); or
+    /// `Vgic::settle_loaded` folds those the guest finished and finds nothing live,
+    /// pending or active. `Settled::No`: the general answer is needed; also after a choice
+    /// that asked for a maintenance interrupt, which the general path clears.
     #[inline(always)]
-    fn settled(&mut self, model: &mut Vgic, keep_again: bool) -> bool {
-        if self.stale || self.parked || self.hcr != 0 {
-            return false;
+    fn settled(&mut self, model: &mut Vgic) -> Settled {
+        if self.stale || self.parked != Parked::No || self.hcr != 0 {
+            return Settled::No;
         }
         let free = gic_hyp::empty_list_registers();
-        if keep_again && model.idle_again(self.vcpu, free) {
-            return true;
+        if model.idle_again(self.vcpu, free) {
+            return Settled::Again;
         }
         match model.settle_loaded(self.vcpu, free) {
-            Ok(settled) => settled,
+            Ok(true) => Settled::Folded,
+            Ok(false) => Settled::No,
             Err(e) => panic!("virtual GIC settle: {e:?}"),
         }
-    }
-
-    /// At a WFI the general path handles (`Vm::has_deliverable_at_wfi`): true when, its list
-    /// registers loaded and the finished ones folded, nothing is live, pending or active
-    /// (`settled_for_wait`). Nothing is there to take, and the state is the one `sync`
-    /// leaves (nothing live, the list registers to be chosen again before the next entry),
-    /// without `sync`'s reads of the list registers or `has_deliverable`'s walk. False: the
-    /// model unchanged but for the folded list registers; ask `has_deliverable`.
-    pub fn settled_at_wfi(&mut self, model: &mut Vgic) -> bool {
-        if !self.settled_for_wait(model) {
-            return false;
-        }
-        self.stale = true;
-        true
     }
 
     /// Whether the vCPU has an interrupt to take (wakes it from WFI).
@@ -397,8 +401,8 @@ impl VirtualGic {
 
     /// Folds what the guest did with its list registers into the model, once per exit.
     fn sync(&mut self, model: &mut Vgic) {
-        if self.parked {
-            self.parked = false;
+        if self.parked != Parked::No {
+            self.parked = Parked::No;
             if let Err(e) = model.sync(self.vcpu, &self.lrs[..self.list_registers]) {
                 panic!("virtual GIC sync: {e:?}");
             }
@@ -429,7 +433,10 @@ impl VirtualGic {
     #[inline(never)]
     fn choose(&mut self, model: &mut Vgic) {
         self.stale = false;
-        if !self.parked && self.loaded == 0 && model.choose_idle(self.vcpu).unwrap_or(false) {
+        if self.parked == Parked::No
+            && self.loaded == 0
+            && model.choose_idle(self.vcpu).unwrap_or(false)
+        {
             // Nothing to fold or to choose, and every list register empty already (emptied
             // when the vCPU left, or never loaded): only the interface is enabled. `lrs` is
             // all 0 as the list registers (`unload`).
@@ -437,10 +444,14 @@ impl VirtualGic {
             gic_hyp::set_hcr(ICH_HCR_EN);
             return;
         }
-        if core::mem::take(&mut self.parked) && model.unchanged_since_choice(self.vcpu) {
+        let parked = core::mem::replace(&mut self.parked, Parked::No);
+        if parked != Parked::No && model.unchanged_since_choice(self.vcpu) {
             // Switched in again and nothing changed in the model since the vCPU left: its
-            // list registers go back as it left them, still the model's live ones.
-            self.load_list_registers();
+            // list registers go back as it left them, still the model's live ones (none to
+            // write when the guest had finished them all).
+            if parked == Parked::Values {
+                self.load_list_registers();
+            }
             gic_hyp::set_hcr(ICH_HCR_EN | self.hcr);
             return;
         }
@@ -470,7 +481,7 @@ impl VirtualGic {
     /// list registers `unload` parked (out of line, as its panic: the usual case saves few
     /// registers).
     pub fn inject_switched_in(&mut self, model: &mut Vgic, intid: u32) {
-        if self.stale && !self.parked && self.loaded == 0 {
+        if self.stale && self.parked == Parked::No && self.loaded == 0 {
             // Every list register is free; the short injection takes the lowest free one,
             // so only that one is offered: the slot is known before the model answers.
             let free = 1;
@@ -501,8 +512,15 @@ impl VirtualGic {
     pub fn unload(&mut self) {
         gic_hyp::set_hcr(0);
         if !self.stale {
-            gic_hyp::visit_list_registers(self.loaded, &mut self.lrs, Visit::ReadAndEmpty);
-            self.parked = true;
+            // When the guest finished every one, they park as 0: a fold reads only their
+            // state (`Vgic::sync`), and there is nothing to load back (`choose`).
+            let (visit, parked) = if self.loaded & !gic_hyp::empty_list_registers() == 0 {
+                (Visit::Empty, Parked::Finished)
+            } else {
+                (Visit::ReadAndEmpty, Parked::Values)
+            };
+            gic_hyp::visit_list_registers(self.loaded, &mut self.lrs, visit);
+            self.parked = parked;
             self.stale = true;
         } else {
             // Folded already: their values are of no more use, and `lrs` is left all 0
@@ -511,6 +529,30 @@ impl VirtualGic {
         }
         self.loaded = 0;
     }
+}
+
+/// What `VirtualGic::lrs` holds of a vCPU whose list registers were taken away unfolded
+/// (`VirtualGic::unload`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parked {
+    /// Nothing: the model has them all.
+    No,
+    /// The values they held.
+    Values,
+    /// The guest had finished every one (free, ICH_ELRSR_EL2): `lrs` is all 0, which a fold
+    /// takes the same way (it reads only their state), and nothing is to be loaded back.
+    Finished,
+}
+
+/// How a vCPU about to wait finds its list registers (`VirtualGic::settled`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// Something may be there to take: the general answer is needed.
+    No,
+    /// As they were: the guest is done with the one interrupt they held, nothing changed.
+    Again,
+    /// Folded, nothing live, pending or active.
+    Folded,
 }
 
 /// The model refused an injection the hypervisor asked for (an INTID it does not have).
