@@ -694,7 +694,8 @@ impl<'a> ShortExit<'a> {
     ///
     /// Inline in its two callers, and its pieces in it (`VmState::switch_over`,
     /// `switch_in`, `prepare_entry`, `Vcpu::save` and `load`, `El1Context`'s moves,
-    /// `VirtualGic::unload`, `ShortExits::switch`): a switch makes one frame, not ten
+    /// `VirtualGic::unload` and `before_entry`, `update_lines`, `Stage2Map::activate`,
+    /// `gic::ppi_active`, `ShortExits::switch`): a switch makes one frame, not a dozen
     /// (docs/design.md, "The vCPU switch", tenth round, has the measurements; the run
     /// queue's decisions inlined as well made the switch to the GPOS longer).
     #[inline(always)]

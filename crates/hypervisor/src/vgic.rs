@@ -422,11 +422,21 @@ impl VirtualGic {
     /// Loads the list registers the model chooses, if anything changed since they were
     /// loaded, and enables the virtual CPU interface. `stale` means `sync` ran since the
     /// last load and the guest has not run since, so `lrs` still holds the live values.
-    #[inline]
+    #[inline(always)]
     pub fn before_entry(&mut self, model: &mut Vgic) {
-        if self.stale {
-            self.choose(model);
+        if !self.stale {
+            return;
         }
+        if self.parked == Parked::Finished && model.unchanged_since_choice(self.vcpu) {
+            // Switched in again, the guest had finished every list register, and nothing
+            // changed in the model since: they stay empty, as `choose` would leave them (the
+            // real-time VM's usual switch-in, inline).
+            self.stale = false;
+            self.parked = Parked::No;
+            gic_hyp::set_hcr(ICH_HCR_EN | self.hcr);
+            return;
+        }
+        self.choose(model);
     }
 
     /// `before_entry` when the list registers are stale.
@@ -445,13 +455,11 @@ impl VirtualGic {
             return;
         }
         let parked = core::mem::replace(&mut self.parked, Parked::No);
-        if parked != Parked::No && model.unchanged_since_choice(self.vcpu) {
+        if parked == Parked::Values && model.unchanged_since_choice(self.vcpu) {
             // Switched in again and nothing changed in the model since the vCPU left: its
-            // list registers go back as it left them, still the model's live ones (none to
-            // write when the guest had finished them all).
-            if parked == Parked::Values {
-                self.load_list_registers();
-            }
+            // list registers go back as it left them, still the model's live ones
+            // (`before_entry` takes the same case when the guest had finished them all).
+            self.load_list_registers();
             gic_hyp::set_hcr(ICH_HCR_EN | self.hcr);
             return;
         }

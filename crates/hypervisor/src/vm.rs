@@ -1253,7 +1253,7 @@ fn inject_fired_timer(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &
 /// input since the last visit): the model keeps each line's level, so a visit that finds
 /// them unchanged does nothing. The visit is out of line, so the common case saves no
 /// registers.
-#[inline]
+#[inline(always)]
 pub fn update_lines(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) {
     if hw.devices.has_console() {
         input::take(shared.input_waiting, shared.index, |byte| {

@@ -72,7 +72,7 @@ pub fn clear_active(board: &Board, intid: u32) {
 }
 
 /// Whether this CPU's PPI `intid` is active.
-#[inline]
+#[inline(always)]
 pub fn ppi_active(board: &Board, intid: u32) -> bool {
     match &board.gic {
         Gic::V3(gic) => gic_v3::ppi_active(gic, intid),

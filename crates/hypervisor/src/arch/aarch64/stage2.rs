@@ -232,6 +232,7 @@ impl Stage2Map {
 
     /// Selects this map for EL1/EL0 on this CPU. Translations are tagged with the VMID, so
     /// switching between VMs needs no TLB maintenance; only stale entries are dropped.
+    #[inline(always)]
     pub fn activate(&self) {
         VTCR_EL2.set(self.vtcr);
         VTTBR_EL2.set(self.vttbr());
