@@ -360,7 +360,7 @@ impl VirtualGic {
     /// nothing is there to wake it. Either the guest is done with the one interrupt they
     /// held and nothing changed since (`Vgic::idle_again`): they stay as they are, list
     /// register 0 not folded, so that the same interrupt waking it needs no fold and a
-    /// switch takes them away and brings them back as they are (`unload`, `choose`); or
+    /// switch takes them away and brings them back as they are (`unload`, `before_entry`); or
     /// `Vgic::settle_loaded` folds those the guest finished and finds nothing live,
     /// pending or active. `Settled::No`: the general answer is needed; also after a choice
     /// that asked for a maintenance interrupt, which the general path clears.
