@@ -265,7 +265,7 @@ fn entering(at: usize, vm: usize, now: u64) -> (Option<Counter>, u64) {
     let answered = cpu.answered_at.load(Ordering::Relaxed);
     if answered != 0 {
         cpu.answered_at.store(0, Ordering::Relaxed);
-        fold_at(&cpu.resume, 0, now.wrapping_sub(answered));
+        fold(&cpu.resume, now.wrapping_sub(answered));
     }
     charge_el2(at, now, vm);
     let owner = cpu.owner.load(Ordering::Relaxed);
@@ -311,7 +311,7 @@ fn words_of(w: &[AtomicU64; WORDS], first: Counter) -> PathStats {
 }
 
 /// The path whose first word is at `at`, as its words hold it: count, the minimum's
-/// complement, sum, max (`fold_at`).
+/// complement, sum, max (`fold`).
 #[inline]
 fn words_at(w: &[AtomicU64], at: usize) -> PathStats {
     let count = w[at].load(Ordering::Relaxed);
@@ -327,25 +327,39 @@ fn words_at(w: &[AtomicU64], at: usize) -> PathStats {
     }
 }
 
-/// Folds one sample into the path of `w` whose first word is at `at`. The minimum is kept
-/// as its complement, the largest complement: a path without samples (all words zero)
-/// takes its first sample as every later one, without a test of the count.
+/// Folds one sample into the path whose words are `w`: count, the minimum's complement,
+/// sum, max. The minimum is kept as its complement, the largest complement: a path without
+/// samples (all words zero) takes its first sample as every later one, without a test of
+/// the count. Two loads and two stores of word pairs: every hot path folds the sample of
+/// the one before it.
 #[inline(always)]
-fn fold_at(w: &[AtomicU64], at: usize, ns: u64) {
-    let count = &w[at];
-    let not_min = &w[at + 1];
-    let sum = &w[at + 2];
-    let max = &w[at + 3];
-    count.store(
-        count.load(Ordering::Relaxed).wrapping_add(1),
-        Ordering::Relaxed,
-    );
-    not_min.store(not_min.load(Ordering::Relaxed).max(!ns), Ordering::Relaxed);
-    sum.store(
-        sum.load(Ordering::Relaxed).wrapping_add(ns),
-        Ordering::Relaxed,
-    );
-    max.store(max.load(Ordering::Relaxed).max(ns), Ordering::Relaxed);
+fn fold(w: &PathWords, ns: u64) {
+    let words = w.as_ptr();
+    // SAFETY: `words` points to the four 8-byte aligned words of `w`, which only this CPU
+    // writes (`ShortExits`, `CpuWords`); each 64-bit half of LDP and STP at an aligned
+    // address is single-copy atomic, as the relaxed loads and stores of their readers.
+    unsafe {
+        core::arch::asm!(
+            "ldp {count}, {not_min}, [{w}]",
+            "ldp {sum}, {max}, [{w}, #16]",
+            "add {count}, {count}, #1",
+            "cmp {not_min}, {ns_not}",
+            "csel {not_min}, {not_min}, {ns_not}, hi",
+            "add {sum}, {sum}, {ns}",
+            "cmp {max}, {ns}",
+            "csel {max}, {max}, {ns}, hi",
+            "stp {count}, {not_min}, [{w}]",
+            "stp {sum}, {max}, [{w}, #16]",
+            w = in(reg) words,
+            ns = in(reg) ns,
+            ns_not = in(reg) !ns,
+            count = out(reg) _,
+            not_min = out(reg) _,
+            sum = out(reg) _,
+            max = out(reg) _,
+            options(nostack),
+        );
+    }
 }
 
 /// VM `vm`'s vCPU came back from the world switch, which left the guest at `now` (the
@@ -414,7 +428,12 @@ pub enum ShortPath {
 /// and the short exits' EL2 time is not summed apart: it is what they added to the VM's
 /// `El2Ns` word on this CPU, which nothing else writes while the vCPU is entered.
 pub struct ShortExits {
+    /// This CPU's bookkeeping.
+    cpu: &'static CpuWords,
     words: &'static [AtomicU64; WORDS],
+    /// On a CPU shared by two vCPUs, the words of the one not entered (`pair`), which a
+    /// switch trades for `words`; this CPU's spare words otherwise.
+    other: &'static [AtomicU64; WORDS],
     /// A sample waits for the guest's next entry to end it (`settle`) ...
     waiting: bool,
     /// ... with its path's words (none: EL2 time alone, as a sent SGI's) ...
@@ -450,9 +469,12 @@ impl ShortExits {
     /// path that ends with this entry waits for the guest's entry (`entering`), and its
     /// short exits are counted from now on. This CPU's index and words are found once.
     pub fn entering(vm: usize) -> Self {
-        let (words, first, start, now) = Self::entry(cpu_index(), vm);
+        let at = cpu_index();
+        let (words, first, start, now) = Self::entry(at, vm);
         ShortExits {
+            cpu: &CPUS[at],
             words,
+            other: &SPARE[at].0,
             waiting: first.is_some(),
             path: first.and_then(|first| path_words(words, first as usize)),
             start,
@@ -488,10 +510,10 @@ impl ShortExits {
             entered.wrapping_sub(self.el2_from),
         );
         if let Some(path) = self.path {
-            fold_at(path, 0, entered.wrapping_sub(self.start));
+            fold(path, entered.wrapping_sub(self.start));
         } else if let Some(answered) = self.answered.take() {
             // Only a fabric request's sample, which has no path, has an answer.
-            fold_at(&cpu().resume, 0, entered.wrapping_sub(answered));
+            fold(&self.cpu.resume, entered.wrapping_sub(answered));
         }
     }
 
@@ -593,12 +615,7 @@ impl ShortExits {
     /// `GuestRegs::exited`), or the wake-up when a WFI's short exit waited and then handed
     /// the exit over (`interrupted`), whose time until then is already EL2's or idle.
     pub fn finish(&mut self, entered: u64, exited: u64) -> u64 {
-        self.finish_at(&CPUS[cpu_index()], entered, exited)
-    }
-
-    /// `finish` on the CPU whose words are `cpu`.
-    #[inline(always)]
-    fn finish_at(&mut self, cpu: &CpuWords, entered: u64, exited: u64) -> u64 {
+        let cpu = self.cpu;
         self.settle(entered);
         let el2 = self.words[Counter::El2Ns as usize]
             .load(Ordering::Relaxed)
@@ -613,9 +630,18 @@ impl ShortExits {
         self.resumed.unwrap_or(exited)
     }
 
+    /// The entered vCPU shares its CPU with one of VM `vm` (`short_exit::enter_pair`), to
+    /// which it may switch (`switch`): that VM's words are found now.
+    pub fn pair(&mut self, vm: usize) {
+        let at = cpu_index();
+        self.other = VMS[at].get(vm).map_or(&SPARE[at].0, |w| &w.0);
+    }
+
     /// A switch inside the world switch (`ShortExit::switch`): the entered vCPU, of VM
-    /// `from`, last entered at `entered`, left the CPU for an exit taken at `exited` that a
-    /// `trap` caused, and VM `to`'s vCPU is entered now. Counts what the general path counts
+    /// `from`, left the CPU for an exit taken at `exited` that a `trap` caused (its light
+    /// entry settled the sample its entry ended, `settle`), and VM `to`'s vCPU, the other one
+    /// of the pair (`pair`), is entered now (no WFI of the old one handed its exit over:
+    /// that ends the entry, `interrupted`). Counts what the general path counts
     /// for that exit (`finish`, `exited`, `trap`), the switch (`switched_in`) and the entry
     /// (`entering`), folded into one step: the old guest's time ends at its exit, the
     /// switch's EL2 time (exit to now) is the old VM's, and the path ending at the new
@@ -624,12 +650,9 @@ impl ShortExits {
     /// this CPU's spare words: counting there is counting nothing, as the general path does
     /// for it.
     #[inline(always)]
-    pub fn switch(&mut self, from: usize, entered: u64, exited: u64, trap: Trap, to: usize) {
-        let at = cpu_index();
-        let cpu = &CPUS[at];
-        self.settle(entered);
+    pub fn switch(&mut self, from: usize, exited: u64, trap: Trap, to: usize) {
+        let cpu = self.cpu;
         let old = self.words;
-        let exited = self.resumed.unwrap_or(exited);
         let el2 = old[Counter::El2Ns as usize]
             .load(Ordering::Relaxed)
             .wrapping_sub(self.el2_before);
@@ -645,13 +668,13 @@ impl ShortExits {
         let answered = cpu.answered_at.load(Ordering::Relaxed);
         if answered != 0 {
             cpu.answered_at.store(0, Ordering::Relaxed);
-            fold_at(&cpu.resume, 0, now.wrapping_sub(answered));
+            fold(&cpu.resume, now.wrapping_sub(answered));
         }
         cpu.mark.store(now, Ordering::Relaxed);
         cpu.owner.store(from as u64, Ordering::Relaxed);
         cpu.kind.store(trap.kind() as u64, Ordering::Relaxed);
         cpu.injected.store(0, Ordering::Relaxed);
-        let words = VMS[at].get(to).map_or(&SPARE[at].0, |w| &w.0);
+        let words = core::mem::replace(&mut self.other, old);
         self.words = words;
         self.waiting = from != to;
         self.path = self
@@ -662,7 +685,6 @@ impl ShortExits {
         self.el2_from = now;
         self.el2_before = words[Counter::El2Ns as usize].load(Ordering::Relaxed);
         self.idle = 0;
-        self.resumed = None;
         self.answered = None;
         add_words(words, Counter::Switches, 1);
     }

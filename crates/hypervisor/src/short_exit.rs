@@ -62,7 +62,7 @@ use crate::fabric::{self, Requested};
 use crate::hypercall;
 use crate::uart_exit::{Done, Registers, UartExit};
 use crate::vgic::{Injected, VirtualGic};
-use crate::vm::{inject_expired_timer, update_lines, Hardware, Shared, Vm, VmState};
+use crate::vm::{inject_expired_timer, update_lines, AtWfi, Hardware, Shared, Vm, VmState};
 
 /// ESR_EL2.EC values the short exit looks at (the vectors send it no other).
 const EC_WFX: u64 = 0x01;
@@ -641,8 +641,8 @@ impl<'a> ShortExit<'a> {
         // timer's line, level-sensitive, drops then.
         gic::end_of_interrupt(board.timer_hyp_irq);
         gic::deactivate(board.timer_hyp_irq);
-        self.vm.finish_entry_at_deadline();
-        self.switch(file, regs.entered(), start, Trap::Irq, decision.next_event)
+        self.vm.finish_entry_in_switch();
+        self.switch(file, start, Trap::Irq, decision.next_event, false)
     }
 
     /// A WFI (ESR_EL2 `esr`, taken at `start`) the short wait does not hold, of the entered
@@ -650,8 +650,9 @@ impl<'a> ShortExit<'a> {
     /// `CpuScheduler::wait`) when the vCPU goes on or the other one takes the CPU
     /// (`RunQueue::block_and_hand_over`), without leaving the world switch. With an
     /// interrupt to take, the guest runs on after its WFI, its list registers chosen again
-    /// (`has_deliverable_at_wfi` folded them). Otherwise the CPU goes to the other vCPU
-    /// (`switch`), the blocked one taking its deadline along. The general path takes the
+    /// (`VmState::at_hand_over` folded them). Otherwise the CPU goes to the
+    /// other vCPU (`switch`), the blocked one taking its deadline along, its console output
+    /// sent in the same hold of its VM's lock. The general path takes the
     /// rest: no ready vCPU to take over (the CPU idles: both wait), one that is off or being
     /// rebuilt, or a queue in any other state.
     #[inline(never)]
@@ -664,8 +665,8 @@ impl<'a> ShortExit<'a> {
             return LightAnswer::new(Light::General, file);
         }
         let len = instruction_len(esr);
-        if self.vm.has_deliverable_at_wfi() {
-            self.vm.choose_list_registers();
+        let found = self.vm.at_hand_over();
+        if found == AtWfi::Deliverable {
             regs.advance(len);
             self.counters.wfi(start);
             return LightAnswer::new(Light::Done, file);
@@ -675,22 +676,24 @@ impl<'a> ShortExit<'a> {
             return LightAnswer::new(Light::General, file);
         };
         regs.advance(len);
-        self.vm.finish_entry(None);
-        self.switch(file, regs.entered(), start, Trap::Wfi, decision.next_event)
+        self.vm.finish_entry_in_switch();
+        let settled = found == AtWfi::Settled;
+        self.switch(file, start, Trap::Wfi, decision.next_event, settled)
     }
 
     /// Hands the CPU to the pair's other vCPU inside the world switch, the run queue having
     /// decided so: the entered vCPU's exit, taken at `start` with its register file at
-    /// `regs` (entered at `entered`), ended by its caller as a `trap` exit ends on the
-    /// general path (its console output sent at a WFI, `VmState::finish_entry`; at the
-    /// deadline it waits for the vCPU's next entry, `finish_entry_at_deadline`), is counted
+    /// `regs`, ended by its caller as a `trap` exit ends on the
+    /// general path (`VmState::finish_entry_in_switch`: its console output sent at a WFI,
+    /// waiting for the vCPU's next entry at the deadline), is counted
     /// as that trap; the vCPU leaves the CPU and the other one takes it (as
     /// `CpuScheduler::switch_at_deadline` and `hand_over` do), the EL2 timer is armed for
     /// the queue's next event, the new vCPU's entry is prepared as `enter` prepares one,
     /// and the exit, switch and entry are counted
     /// (`ShortExits::switch`). The world switch then saves the rest of the old registers
     /// and enters the new ones (`LightAnswer::switched`). `next_event`: the run queue's, as
-    /// its decision found it (`HandedOver`).
+    /// its decision found it (`HandedOver`); `settled`: the old vCPU left at a WFI that found
+    /// nothing pending or active (`AtWfi::Settled`, `VmState::switch_over`).
     ///
     /// Inline in its two callers, and its pieces in it (`VmState::switch_over`,
     /// `switch_in`, `prepare_entry`, `Vcpu::save` and `load`, `El1Context`'s moves,
@@ -702,16 +705,16 @@ impl<'a> ShortExit<'a> {
     fn switch(
         &mut self,
         regs: *mut GuestRegs,
-        entered: u64,
         start: u64,
         trap: Trap,
         next_event: Option<u64>,
+        settled: bool,
     ) -> LightAnswer {
         let Some(pair) = self.pair.as_mut() else {
             return LightAnswer::new(Light::General, regs);
         };
         let from = self.vm.index();
-        self.vm.switch_over();
+        self.vm.switch_over(settled);
         core::mem::swap(&mut self.vm, &mut pair.other);
         let switched = core::mem::replace(&mut pair.other_regs, regs);
         pair.swapped = !pair.swapped;
@@ -720,7 +723,7 @@ impl<'a> ShortExit<'a> {
         fabric::arm_event(pair.cpu, next_event);
         let slot = self.vm.prepare_entry();
         self.uart = UartExit::new(to, slot);
-        self.counters.switch(from, entered, start, trap, to);
+        self.counters.switch(from, start, trap, to);
         LightAnswer::switched(switched)
     }
 
@@ -764,6 +767,7 @@ pub fn enter_pair(vms: &mut [Vm], at: usize, queue: &mut RunQueue, cpu: u8) -> (
     let (other_regs, other) = other.split();
     let slot = parts.prepare_entry();
     let mut short = ShortExit::new(parts, slot, false);
+    short.counters.pair(other.index());
     short.pair = Some(Pair {
         other,
         other_regs: core::ptr::from_mut(&mut *other_regs),

@@ -1054,14 +1054,6 @@ impl VmState {
         !self.rebuilding() && self.shared.power(self.vcpu_index) == PowerState::On
     }
 
-    /// Its list registers chosen again (after `has_deliverable_at_wfi` folded them, when the
-    /// vCPU goes on).
-    #[inline]
-    pub fn choose_list_registers(&mut self) {
-        let mut hw = self.shared.hw.lock();
-        self.vgic.before_entry(&mut hw.vgic);
-    }
-
     /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
     /// that expired while it was away is injected at once, its physical PPI made active as
     /// if it had been forwarded, so the guest takes it on entry without another exit.
@@ -1109,9 +1101,25 @@ impl VmState {
     pub fn has_deliverable_at_wfi(&mut self) -> bool {
         let shared = &*self.shared;
         let mut hw = shared.hw.lock();
-        update_lines(shared, &mut self.vgic, self.vcpu_index, &mut hw);
-        inject_expired_timer(shared, &mut self.vgic, self.vcpu_index, &mut hw);
-        !self.vgic.settled_at_wfi(&mut hw.vgic) && self.vgic.has_deliverable(&mut hw.vgic)
+        at_wfi(shared, &mut self.vgic, self.vcpu_index, &mut hw) == AtWfi::Deliverable
+    }
+
+    /// `has_deliverable_at_wfi` for a vCPU that leaves its CPU when it has nothing to take
+    /// (the hand-over inside the world switch, `ShortExit::hand_over`), in one hold of the
+    /// VM's lock: with an interrupt to take, its list registers are chosen again (the
+    /// answer folded them), for the guest goes on; otherwise what its UARTs transmitted is
+    /// sent to its console (`flush_output`, which its exit would do).
+    #[inline(always)]
+    pub fn at_hand_over(&mut self) -> AtWfi {
+        let shared = &*self.shared;
+        let mut hw = shared.hw.lock();
+        let found = at_wfi(shared, &mut self.vgic, self.vcpu_index, &mut hw);
+        if found == AtWfi::Deliverable {
+            self.vgic.before_entry(&mut hw.vgic);
+        } else {
+            hw.devices.flush_output(shared.index);
+        }
+        found
     }
 
     /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
@@ -1126,11 +1134,19 @@ impl VmState {
     /// `switch_out` when the other vCPU of the CPU is switched in right after, the CPU's
     /// interrupts masked meanwhile (`ShortExit::switch`): its load sets what `Vcpu::unload`
     /// would stop (`Vcpu::save`).
+    /// `settled`: the vCPU leaves at a WFI that found nothing pending or active for it
+    /// (`AtWfi::Settled`), so its virtual timer's physical PPI is not active (the guest
+    /// deactivated it through its list register, and only EL2 activates it, its interrupts
+    /// masked since): nothing is read to lend it.
     #[inline(always)]
-    pub fn switch_over(&mut self) {
+    pub fn switch_over(&mut self, settled: bool) {
         self.vgic.unload();
         self.vcpu.save();
-        self.lend_timer_ppi();
+        if settled {
+            self.timer_ppi_active = false;
+        } else {
+            self.lend_timer_ppi();
+        }
     }
 
     /// The physical virtual-timer PPI's active state kept here and the PPI lent to the next
@@ -1196,11 +1212,12 @@ impl VmState {
         }
     }
 
-    /// The vCPU leaves the CPU for a real-time VM whose deadline came (the switch at the
-    /// EL2 timer inside the world switch): nothing acknowledged is left to the scheduler,
-    /// and its output waits for its next entry, off the real-time VM's path.
+    /// The vCPU leaves the CPU inside the world switch (`ShortExit::switch`): nothing
+    /// acknowledged is left to the scheduler. Its output was sent already when it handed the
+    /// CPU over at a WFI (`at_hand_over`); when a real-time VM's deadline
+    /// took the CPU, it waits for its next entry, off the real-time VM's path.
     #[inline]
-    pub fn finish_entry_at_deadline(&mut self) {
+    pub fn finish_entry_in_switch(&mut self) {
         self.acknowledged = None;
     }
 
@@ -1214,6 +1231,33 @@ impl VmState {
     fn flush_output_now(&mut self) {
         let index = self.shared.index;
         self.shared.hw.lock().devices.flush_output_now(index);
+    }
+}
+
+/// What a WFI of the loaded vCPU finds (`VmState::at_hand_over`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum AtWfi {
+    /// An interrupt to take: the guest goes on.
+    Deliverable,
+    /// Nothing pending or active (`VirtualGic::settled_at_wfi`): every interrupt forwarded
+    /// to the vCPU, its virtual timer's PPI among them, was deactivated.
+    Settled,
+    /// Nothing to take, but an interrupt may be active.
+    Waiting,
+}
+
+/// What `VmState::has_deliverable_at_wfi` finds for vCPU `vcpu` (`vgic`) with the VM's lock
+/// held (`hw`).
+#[inline(always)]
+fn at_wfi(shared: &Shared, vgic: &mut VirtualGic, vcpu: usize, hw: &mut Hardware) -> AtWfi {
+    update_lines(shared, vgic, vcpu, hw);
+    inject_expired_timer(shared, vgic, vcpu, hw);
+    if vgic.settled_at_wfi(&mut hw.vgic) {
+        AtWfi::Settled
+    } else if vgic.has_deliverable(&mut hw.vgic) {
+        AtWfi::Deliverable
+    } else {
+        AtWfi::Waiting
     }
 }
 
