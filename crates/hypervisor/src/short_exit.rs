@@ -30,7 +30,8 @@
 //!   its deadline (`switch_at_deadline`), and a WFI after which the other vCPU takes over
 //!   (`hand_over`). The vCPU leaves the CPU and the other one is entered without leaving
 //!   the world switch (`switch`, `LightAnswer::switched`), with the run queue's decision and the
-//!   bookkeeping of the general path's exit, switch and entry;
+//!   bookkeeping of the general path's exit, switch and entry. A WFI after the short wait's
+//!   tick with nothing done since (`quiet`) hands over without a look under its VM's lock;
 //! - a write to one of the VM's accelerator interfaces, unconnected (`accelerator`): its
 //!   request to the fabric, when the answer comes at once (connected, or a guest-model write
 //!   dropped); a native-model write that must wait goes to the general path, which blocks
@@ -61,7 +62,7 @@ use crate::counters::{self, ShortExits, ShortPath, Trap};
 use crate::fabric::{self, Requested};
 use crate::hypercall;
 use crate::uart_exit::{Done, Registers, UartExit};
-use crate::vgic::{Injected, VirtualGic};
+use crate::vgic::{Injected, Settled, VirtualGic};
 use crate::vm::{inject_expired_timer, update_lines, AtWfi, Hardware, Shared, Vm, VmState};
 
 /// ESR_EL2.EC values the short exit looks at (the vectors send it no other).
@@ -89,6 +90,12 @@ pub struct ShortExit<'a> {
     held: Option<u32>,
     /// On a CPU shared by two vCPUs, the other one and the run queue (`enter_pair`).
     pair: Option<Pair<'a>>,
+    /// The short wait (`wait_here`) found the vCPU's lines and output clean and its model as
+    /// its list register 0's interrupt left it (`Settled::Again`), its wake-up put the same
+    /// interrupt there again (`Injected::Again`), and no short exit since took the VM's lock
+    /// but for that again: a WFI that hands the CPU over may look without the lock
+    /// (`VmState::quiet_at_wfi`). Any other short exit clears it.
+    quiet: bool,
 }
 
 /// A physical IRQ as `ShortExit::acknowledge` found it, for the rest of its exit
@@ -124,6 +131,19 @@ struct Pair<'a> {
     /// The entered vCPU is the other one of `enter_pair`'s call: they traded places an odd
     /// number of times.
     swapped: bool,
+    /// The other vCPU's VM is being rebuilt (`VmState::rebuilding`), as it was at
+    /// `enter_pair`: only the scheduler's loop, outside the world switch, starts or ends a
+    /// rebuild, and a vCPU that leaves the CPU was running, so not being rebuilt.
+    other_rebuilding: bool,
+}
+
+impl Pair<'_> {
+    /// Whether the other vCPU may take the CPU: it is on (PSCI) and its VM is not being
+    /// rebuilt, which is known since `enter_pair`.
+    #[inline(always)]
+    fn other_may_run(&self) -> bool {
+        !self.other_rebuilding && self.other.is_on()
+    }
 }
 
 impl ShortExitHandler for ShortExit<'_> {
@@ -132,6 +152,7 @@ impl ShortExitHandler for ShortExit<'_> {
     #[inline]
     fn exit(&mut self, regs: &mut GuestRegs, start: u64, exit: Exit) -> Handled {
         self.counters.settle(regs.entered);
+        self.quiet = false;
         // A data abort comes here only when its access names one of x19..x29.
         if exit == Exit::Synchronous && ESR_EL2.get() >> 26 == EC_DATA_ABORT_LOWER {
             return match self.device(regs) {
@@ -175,6 +196,7 @@ impl ShortExitHandler for ShortExit<'_> {
     #[inline]
     fn system_register(&mut self, regs: &mut SysregSaved, start: u64) -> Light {
         self.counters.settle(regs.entered());
+        self.quiet = false;
         let esr = ESR_EL2.get();
         let Some(register) = sgi_register(esr) else {
             return Light::General;
@@ -242,6 +264,7 @@ impl ShortExitHandler for ShortExit<'_> {
     /// The vCPU's own physical IRQ the quick part did not finish.
     #[inline]
     fn interrupt(&mut self, start: u64, own: u32) -> Light {
+        self.quiet = false;
         self.irq(start, Taken::Own(own))
     }
 
@@ -270,6 +293,7 @@ impl ShortExitHandler for ShortExit<'_> {
     #[inline]
     fn data_abort(&mut self, regs: &mut CallerSaved, start: u64) -> Light {
         self.counters.settle(regs.entered());
+        self.quiet = false;
         let mut hw = self.vm.shared.hardware();
         let data_write = match self.uart.handle(regs, &mut hw.devices) {
             Done::No => {
@@ -311,6 +335,7 @@ impl<'a> ShortExit<'a> {
             alone,
             held: None,
             pair: None,
+            quiet: false,
         }
     }
 
@@ -401,11 +426,16 @@ impl<'a> ShortExit<'a> {
         let (shared, vgic) = (&*self.vm.shared, &mut self.vm.vgic);
         let mut hw = shared.hardware();
         match vgic.inject_running(&mut hw.vgic, intid) {
+            // The model unchanged: the vCPU stays `quiet` if it was.
             Injected::Again => {}
-            Injected::Short => shared.kick_touched(&mut hw.vgic, self.vm.vcpu_index),
+            Injected::Short => {
+                shared.kick_touched(&mut hw.vgic, self.vm.vcpu_index);
+                self.quiet = false;
+            }
             Injected::General => {
                 shared.kick_touched(&mut hw.vgic, self.vm.vcpu_index);
                 vgic.before_entry(&mut hw.vgic);
+                self.quiet = false;
             }
         }
     }
@@ -511,7 +541,8 @@ impl<'a> ShortExit<'a> {
             let mut hw = shared.hardware();
             update_lines(shared, vgic, self.vm.vcpu_index, &mut hw);
             inject_expired_timer(shared, vgic, self.vm.vcpu_index, &mut hw);
-            if !vgic.settled_for_short_wait(&mut hw.vgic) {
+            let settled = vgic.settled_for_short_wait(&mut hw.vgic);
+            if settled == Settled::No {
                 // `has_deliverable` folds the list registers: they are chosen again before
                 // the guest runs on, as `enter` does after the general path's WFI. A
                 // guest that runs with them folded (stale) would have its progress on them
@@ -521,11 +552,15 @@ impl<'a> ShortExit<'a> {
                 vgic.before_entry(&mut hw.vgic);
                 if deliverable {
                     drop(hw);
+                    self.quiet = false;
                     self.counters.wfi(start);
                     return Light::Done;
                 }
             }
             hw.devices.flush_output(shared.index());
+            // Kept by the wake-up's injection when it is the same interrupt again, the model
+            // unchanged (`inject_running`).
+            self.quiet = settled == Settled::Again && hw.devices.quiet();
         }
         // The held console lines wait for the CPU to idle: a vCPU that waits ahead of its
         // timer holds a CPU another vCPU could use.
@@ -626,7 +661,7 @@ impl<'a> ShortExit<'a> {
             return LightAnswer::new(Light::General, file);
         };
         if self.held != Some(board.timer_hyp_irq)
-            || !pair.other.may_run()
+            || !pair.other_may_run()
             || self.vm.migrates()
             || gic::highest_pending().is_some_and(|intid| intid != board.timer_virt_irq)
         {
@@ -661,11 +696,15 @@ impl<'a> ShortExit<'a> {
         let Some(pair) = self.pair.as_mut() else {
             return LightAnswer::new(Light::General, file);
         };
-        if !pair.queue.has_ready() || !pair.other.may_run() {
+        if !pair.queue.has_ready() || !pair.other_may_run() {
             return LightAnswer::new(Light::General, file);
         }
         let len = instruction_len(esr);
-        let found = self.vm.at_hand_over();
+        let found = if self.quiet && self.vm.quiet_at_wfi() {
+            AtWfi::Settled
+        } else {
+            self.vm.at_hand_over()
+        };
         if found == AtWfi::Deliverable {
             regs.advance(len);
             self.counters.wfi(start);
@@ -718,11 +757,13 @@ impl<'a> ShortExit<'a> {
         core::mem::swap(&mut self.vm, &mut pair.other);
         let switched = core::mem::replace(&mut pair.other_regs, regs);
         pair.swapped = !pair.swapped;
+        pair.other_rebuilding = false;
         self.vm.switch_in(pair.cpu);
         let to = self.vm.index();
         fabric::arm_event(pair.cpu, next_event);
         let slot = self.vm.prepare_entry();
         self.uart = UartExit::new(to, slot);
+        self.quiet = false;
         self.counters.switch(from, start, trap, to);
         LightAnswer::switched(switched)
     }
@@ -769,6 +810,7 @@ pub fn enter_pair(vms: &mut [Vm], at: usize, queue: &mut RunQueue, cpu: u8) -> (
     let mut short = ShortExit::new(parts, slot, false);
     short.counters.pair(other.index());
     short.pair = Some(Pair {
+        other_rebuilding: other.rebuilding(),
         other,
         other_regs: core::ptr::from_mut(&mut *other_regs),
         queue,

@@ -331,11 +331,23 @@ impl VirtualGic {
         let _ = model.send_sgi(self.vcpu, SgiRequest::decode(value));
     }
 
-    /// For the short wait, whose wake-up injects with `inject_running`: true when nothing is
-    /// there to wake the vCPU, so neither `has_deliverable` nor `before_entry` need run
-    /// before it waits (`settled`).
-    pub fn settled_for_short_wait(&mut self, model: &mut Vgic) -> bool {
-        self.settled(model) != Settled::No
+    /// For the short wait, whose wake-up injects with `inject_running`: unless `Settled::No`,
+    /// nothing is there to wake the vCPU, so neither `has_deliverable` nor `before_entry`
+    /// need run before it waits (`settled`).
+    pub fn settled_for_short_wait(&mut self, model: &mut Vgic) -> Settled {
+        self.settled(model)
+    }
+
+    /// What `settled` holds on this CPU for its answer `Settled::Again`: list registers
+    /// loaded as chosen, no maintenance asked, list register 0 finished. The model's part
+    /// (`Vgic::idle_again`: unchanged since the interrupt went into list register 0) is the
+    /// caller's to know (`ShortExit::quiet`).
+    #[inline(always)]
+    pub fn settled_again_here(&self) -> bool {
+        !self.stale
+            && self.parked == Parked::No
+            && self.hcr == 0
+            && gic_hyp::empty_list_registers() & 1 != 0
     }
 
     /// At a WFI the general path or the hand-over handles (`Vm::has_deliverable_at_wfi`):
@@ -554,7 +566,7 @@ enum Parked {
 
 /// How a vCPU about to wait finds its list registers (`VirtualGic::settled`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Settled {
+pub enum Settled {
     /// Something may be there to take: the general answer is needed.
     No,
     /// As they were: the guest is done with the one interrupt they held, nothing changed.

@@ -209,6 +209,14 @@ impl Shared {
         self.hw.try_lock()
     }
 
+    /// Whether vCPU `vcpu` was kicked and its CPU has not taken the kick yet.
+    #[inline(always)]
+    fn kick_waiting(&self, vcpu: usize) -> bool {
+        self.vcpus
+            .get(vcpu)
+            .is_some_and(|v| v.kicked.load(Ordering::Acquire))
+    }
+
     /// Tells vCPU `vcpu`'s CPU to look at it.
     fn kick(&self, vcpu: usize) {
         if let Some(v) = self.vcpus.get(vcpu) {
@@ -1048,12 +1056,6 @@ impl VmState {
 }
 
 impl VmState {
-    /// Whether this vCPU is on (PSCI) and its VM is not being rebuilt: it may run.
-    #[inline]
-    pub fn may_run(&self) -> bool {
-        !self.rebuilding() && self.shared.power(self.vcpu_index) == PowerState::On
-    }
-
     /// Puts the vCPU on this CPU: stage 2, EL1 context, virtual CPU interface. A virtual timer
     /// that expired while it was away is injected at once, its physical PPI made active as
     /// if it had been forwarded, so the guest takes it on entry without another exit.
@@ -1120,6 +1122,25 @@ impl VmState {
             hw.devices.flush_output(shared.index);
         }
         found
+    }
+
+    /// At a WFI of the loaded vCPU whose short exits kept it quiet (`ShortExit::quiet`: since
+    /// a hold of the VM's lock found its lines and output clean and its model as its list
+    /// register 0's interrupt left it, nothing on this CPU touched them): whether nothing
+    /// can have come since, so that `at_hand_over` would answer `AtWfi::Settled` and change
+    /// nothing, without a look under the lock. Its virtual timer does not fire, no console
+    /// input waits, the guest finished list register 0 (`VirtualGic::settled_again_here`),
+    /// and no other CPU kicked it: a change another CPU makes to its interrupts kicks it,
+    /// and a kick that comes after this look wakes it as one after the lock's would.
+    #[inline(always)]
+    pub fn quiet_at_wfi(&self) -> bool {
+        let shared = &*self.shared;
+        !timer::virtual_firing()
+            && !shared
+                .input_waiting
+                .is_some_and(|w| w.load(Ordering::Acquire))
+            && self.vgic.settled_again_here()
+            && !shared.kick_waiting(self.vcpu_index)
     }
 
     /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the

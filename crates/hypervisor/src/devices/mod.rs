@@ -253,6 +253,13 @@ impl Devices {
         self.lines_stale
     }
 
+    /// Nothing left to do for a vCPU about to wait: no line may have changed since the last
+    /// visit, and no transmitted byte waits for its console (`ShortExit::quiet`).
+    #[inline(always)]
+    pub fn quiet(&self) -> bool {
+        !self.lines_stale && self.output.len == 0
+    }
+
     /// The interrupt lines of the devices that have one, and whether each is asserted; the
     /// lines are no longer stale.
     pub fn take_lines(&mut self) -> impl Iterator<Item = (u32, bool)> + '_ {
