@@ -703,6 +703,9 @@ impl<'a> ShortExit<'a> {
         let found = if self.quiet && self.vm.quiet_at_wfi() {
             AtWfi::Settled
         } else {
+            // The look under the lock may fold or inject: the guest that goes on is no longer
+            // as the short wait left it.
+            self.quiet = false;
             self.vm.at_hand_over()
         };
         if found == AtWfi::Deliverable {
