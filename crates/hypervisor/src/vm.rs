@@ -1155,6 +1155,7 @@ impl VmState {
     /// `switch_out` when the other vCPU of the CPU is switched in right after, the CPU's
     /// interrupts masked meanwhile (`ShortExit::switch`): its load sets what `Vcpu::unload`
     /// would stop (`Vcpu::save`).
+    ///
     /// `settled`: the vCPU leaves at a WFI that found nothing pending or active for it
     /// (`AtWfi::Settled`), so its virtual timer's physical PPI is not active (the guest
     /// deactivated it through its list register, and only EL2 activates it, its interrupts
