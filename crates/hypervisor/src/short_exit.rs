@@ -615,7 +615,7 @@ impl<'a> ShortExit<'a> {
             None
         };
         let ipa = fault_ipa(HPFAR_EL2.get(), FAR_EL2.get());
-        let home = self.vm.shared.home(self.vm.vcpu_index);
+        let home = self.vm.home();
         match fabric::request(self.vm.shared.index(), home, ipa, value) {
             Some(Requested::Retry) => {}
             Some(Requested::Dropped) => regs.advance(access.instruction_len),

@@ -153,7 +153,8 @@ pub struct Shared {
     /// Per channel it is a member of: the channel id and the doorbell INTID it receives.
     doorbells: Vec<(usize, u32)>,
     boots: AtomicU64,
-    vcpus: Vec<VcpuControl>,
+    /// Per vCPU; each `VmState` holds its own as well (`VmState::control`).
+    vcpus: Vec<Arc<VcpuControl>>,
     /// `BootEnd::code` of the boot end in progress, or `BootEnd::NONE`.
     ending: AtomicU8,
     /// The VM stopped for good: the CPUs of its other vCPUs drop them.
@@ -174,11 +175,6 @@ impl Shared {
     /// Its index in the configuration.
     pub fn index(&self) -> usize {
         self.index
-    }
-
-    /// The CPU vCPU `vcpu` is placed on.
-    pub fn home(&self, vcpu: usize) -> u8 {
-        self.vcpus.get(vcpu).map_or(0, |v| v.home)
     }
 
     pub fn board(&self) -> &'static Board {
@@ -207,14 +203,6 @@ impl Shared {
     #[inline(always)]
     pub fn try_hardware(&self) -> Option<crate::lock::MutexGuard<'_, Hardware>> {
         self.hw.try_lock()
-    }
-
-    /// Whether vCPU `vcpu` was kicked and its CPU has not taken the kick yet.
-    #[inline(always)]
-    fn kick_waiting(&self, vcpu: usize) -> bool {
-        self.vcpus
-            .get(vcpu)
-            .is_some_and(|v| v.kicked.load(Ordering::Acquire))
     }
 
     /// Tells vCPU `vcpu`'s CPU to look at it.
@@ -339,6 +327,9 @@ pub struct VmState {
     pub(crate) shared: Arc<Shared>,
     /// Its index among the VM's vCPUs.
     pub(crate) vcpu_index: usize,
+    /// Its entry of `Shared::vcpus`, at hand: the paths that look at its power state or
+    /// kick (a WFI's hand-over among them) load it with no index and no bounds check.
+    control: Arc<VcpuControl>,
     /// What the vCPU may do with the EL1 physical timer, from the configuration.
     physical_timer: PhysicalTimer,
     /// The physical virtual-timer PPI was active (forwarded, not yet deactivated by the
@@ -416,14 +407,16 @@ impl Vm {
                 .cpus
                 .iter()
                 .enumerate()
-                .map(|(i, &cpu)| VcpuControl {
-                    home: cpu,
-                    cpu: AtomicU8::new(cpu),
-                    return_home: AtomicBool::new(false),
-                    power: AtomicU8::new(if i == 0 { ON } else { OFF }),
-                    entry: AtomicU64::new(0),
-                    context: AtomicU64::new(0),
-                    kicked: AtomicBool::new(false),
+                .map(|(i, &cpu)| {
+                    Arc::new(VcpuControl {
+                        home: cpu,
+                        cpu: AtomicU8::new(cpu),
+                        return_home: AtomicBool::new(false),
+                        power: AtomicU8::new(if i == 0 { ON } else { OFF }),
+                        entry: AtomicU64::new(0),
+                        context: AtomicU64::new(0),
+                        kicked: AtomicBool::new(false),
+                    })
                 })
                 .collect(),
             ending: AtomicU8::new(BootEnd::NONE),
@@ -473,14 +466,17 @@ impl Vm {
     }
 
     /// vCPU `vcpu` of the VM `shared` on this CPU; it starts off (only vCPU 0 starts on).
+    /// `vcpu` is one of the VM's (its configuration places each vCPU on one CPU).
     pub fn join(shared: Arc<Shared>, vcpu: usize, physical_timer: PhysicalTimer) -> Vm {
         let board = shared.board;
         let vcpus = shared.vcpus.len();
+        let control = Arc::clone(&shared.vcpus[vcpu]);
         Vm {
             regs: GuestRegs::at_entry(0, 0),
             state: VmState {
                 shared,
                 vcpu_index: vcpu,
+                control,
                 physical_timer,
                 timer_ppi_active: false,
                 vcpu: Vcpu::new(vcpu, vcpus, physical_timer),
@@ -579,9 +575,7 @@ impl Vm {
     /// A CPU_ON for this vCPU was accepted: it starts afresh at the entry point with x0 =
     /// the context id; true when it did.
     pub fn start_if_pending(&mut self) -> bool {
-        let Some(control) = self.state.shared.vcpus.get(self.state.vcpu_index) else {
-            return false;
-        };
+        let control = &self.state.control;
         if control.power.load(Ordering::Acquire) != ON_PENDING
             || self.state.shared.ending().is_some()
         {
@@ -728,7 +722,7 @@ impl VmState {
 
     /// The physical CPU this vCPU is placed on by the configuration.
     pub fn home(&self) -> u8 {
-        self.shared.home(self.vcpu_index)
+        self.control.home
     }
 
     /// Whether its VM's vCPUs migrate when preempted (`migrate = true`).
@@ -739,28 +733,21 @@ impl VmState {
 
     /// This vCPU is handed to physical CPU `cpu` (its new holder).
     pub fn moved_to(&self, cpu: u8) {
-        if let Some(v) = self.shared.vcpus.get(self.vcpu_index) {
-            v.cpu.store(cpu, Ordering::Release);
-            if cpu != v.home {
-                self.shared.migrations.fetch_add(1, Ordering::Relaxed);
-            }
+        self.control.cpu.store(cpu, Ordering::Release);
+        if cpu != self.control.home {
+            self.shared.migrations.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// Takes a request that this migrated vCPU go back to its home CPU.
     pub fn take_return_request(&self) -> bool {
-        self.shared
-            .vcpus
-            .get(self.vcpu_index)
-            .is_some_and(|v| v.return_home.swap(false, Ordering::Acquire))
+        self.control.return_home.swap(false, Ordering::Acquire)
     }
 
     /// Marks this vCPU kicked, so its new CPU looks at it (a kick sent to the CPU it left
     /// would be lost otherwise).
     pub fn mark_kicked(&self) {
-        if let Some(v) = self.shared.vcpus.get(self.vcpu_index) {
-            v.kicked.store(true, Ordering::Release);
-        }
+        self.control.kicked.store(true, Ordering::Release);
     }
 
     /// Its scheduling priority (higher runs first).
@@ -769,16 +756,14 @@ impl VmState {
     }
 
     /// Whether this vCPU is on (PSCI): only then may it run.
+    #[inline(always)]
     pub fn is_on(&self) -> bool {
-        self.shared.power(self.vcpu_index) == PowerState::On
+        self.control.power.load(Ordering::Acquire) == ON
     }
 
     /// Takes this vCPU's kick, if it was kicked.
     pub fn take_kick(&self) -> bool {
-        self.shared
-            .vcpus
-            .get(self.vcpu_index)
-            .is_some_and(|v| v.kicked.swap(false, Ordering::Acquire))
+        self.control.kicked.swap(false, Ordering::Acquire)
     }
 
     /// PSCI CPU_ON of this VM's vCPU `vcpu` (off: `respond` checked it) at `entry` with
@@ -1140,7 +1125,7 @@ impl VmState {
                 .input_waiting
                 .is_some_and(|w| w.load(Ordering::Acquire))
             && self.vgic.settled_again_here()
-            && !shared.kick_waiting(self.vcpu_index)
+            && !self.control.kicked.load(Ordering::Acquire)
     }
 
     /// Takes the vCPU off this CPU, keeping its list registers in the model, and lends the
@@ -1190,7 +1175,7 @@ impl VmState {
     #[inline]
     pub fn timer_deadline(&self) -> Option<u64> {
         let shared = &*self.shared;
-        if shared.power(self.vcpu_index) != PowerState::On {
+        if !self.is_on() {
             return None;
         }
         timer::virtual_deadline(shared.counter_offset)
