@@ -1049,8 +1049,12 @@ impl VmState {
         let shared = &*self.shared;
         shared.stage2.activate();
         // Another vCPU of the VM ran here last (a migrated one, or this one's host): the
-        // TLBs of this CPU may hold its stage-1 entries under the same VMID and ASIDs.
-        if let Some(last) = shared.last_ran.get(usize::from(cpu)) {
+        // TLBs of this CPU may hold its stage-1 entries under the same VMID and ASIDs. A VM
+        // of one vCPU has no other.
+        let last = (shared.vcpus.len() > 1)
+            .then(|| shared.last_ran.get(usize::from(cpu)))
+            .flatten();
+        if let Some(last) = last {
             let me = self.vcpu_index as u8;
             // Only this CPU writes its own entry: no atomic swap needed.
             if last.load(Ordering::Relaxed) != me {
