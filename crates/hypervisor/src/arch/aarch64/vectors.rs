@@ -768,13 +768,13 @@ short_call_\clock:
 
 // The light entries, entered from a vector with the guest's x0, x1 pushed (32 bytes), the
 // exit kind in x1 for an IRQ (1; every synchronous one's is 0, `xzr`) and x2..x30 live: each
-// reads the clock, saves the guest's caller-saved registers (x0..x18, x30) and calls its handler `(clock, regs, short)`
-// (`enter_guest_\clock`'s argument at [sp, #\call] once the push is taken off). The Rust
-// code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the guest's (EL2 takes no
-// exception it returns from; a finished exit moves ELR_EL2 itself). Its answer, a `Light`,
-// finishes the entry: after `Light::Done` (1) only the saved registers are loaded back and
-// the guest runs on; otherwise the exit goes on at `light_general_\clock`. The push's free
-// half keeps the clock and the kind.
+// reads the clock, saves the guest's caller-saved registers (x0..x18, x30) and calls its
+// handler `(clock, regs, short)` (`enter_guest_\clock`'s argument at [sp, #\call] once the
+// push is taken off). The Rust code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold
+// the guest's (EL2 takes no exception it returns from; a finished exit moves ELR_EL2
+// itself). Its answer, a `Light`, finishes the entry: after `Light::Done` (1) only the saved
+// registers are loaded back and the guest runs on; otherwise the exit goes on at
+// `light_general_\clock`. The push's free half keeps the clock and the kind.
 light_entry guest_irq, x1, 40, \clock
 light_entry guest_hvc, xzr, 32, \clock
 light_entry guest_light, xzr, 48, \clock
