@@ -42,7 +42,8 @@
 //!   whose deadline came takes the CPU from a lower priority); at a WFI, `block_and_hand_over`
 //!   instead of `block`, `pick` and the later `leave` (the one ready vCPU first in line runs,
 //!   the blocked one takes its deadline along); each answers `next_event` with its decision
-//!   (`HandedOver`);
+//!   (`HandedOver`), and on a queue of two vCPUs of two priorities (a real-time VM and a
+//!   GPOS) first tries the pair's usual state, which it decides with a few word compares;
 //! - before entering a guest or waiting, program CNTHP_CVAL_EL2 from `next_event` (disable
 //!   CNTHP on `None`); when `Decision::run` names another vCPU, save the old one's context and
 //!   virtual timer and restore the new one's; on `None` wait in WFI at EL2.

@@ -1,8 +1,8 @@
 //! The scheduling decision of a run queue: who runs after `pick`, whether the running vCPU must
 //! give way now, and when the decision can next change (the EL2 timer's next deadline).
 
-use super::entry::Place;
-use super::queue::{positions, Mask, RunQueue};
+use super::entry::{Place, Tickets};
+use super::queue::{at_tail, positions, Mask, RunQueue};
 use super::{Decision, HandedOver, VcpuId};
 
 /// The earlier of two times, either of which may be missing.
@@ -10,6 +10,20 @@ fn earlier(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
+    }
+}
+
+/// The place of a running vCPU whose slice ends at `slice_end` when it loses the CPU at
+/// `now`: with slice left it was preempted, so it goes back to the head of its level with
+/// the rest of its slice (at most `slice`; POSIX); with its slice used up it goes to the
+/// tail with a fresh one. Its ticket comes from `tickets`.
+fn descheduled(tickets: &mut Tickets, slice: u64, slice_end: u64, now: u64) -> Place {
+    match slice_end.checked_sub(now) {
+        Some(slice_left) if slice_left > 0 => Place::Ready {
+            order: tickets.head(),
+            slice_left: slice_left.min(slice),
+        },
+        _ => at_tail(tickets, slice),
     }
 }
 
@@ -53,6 +67,16 @@ impl RunQueue {
     /// comes with it: none when no other vCPU waits for a deadline (the woken one outranks
     /// every ready one and has no ready peer), else `next_event(now)`.
     pub fn preempt_at_deadline(&mut self, now: u64) -> Option<HandedOver> {
+        match self.pair_preempt_at_deadline(now) {
+            Some(handed) => Some(handed),
+            None => self.preempt_at_deadline_general(now),
+        }
+    }
+
+    /// `preempt_at_deadline` in any state, the pair's shortcut aside. Out of line: its
+    /// registers would make the shortcut save six pairs of them.
+    #[inline(never)]
+    pub(super) fn preempt_at_deadline_general(&mut self, now: u64) -> Option<HandedOver> {
         let r = self.runner()?;
         let due = self.soonest_at.filter(|_| self.soonest <= now)?;
         let priority = self.entries[due].priority;
@@ -65,7 +89,7 @@ impl RunQueue {
         {
             return None;
         }
-        let place = self.descheduled(r, now);
+        let place = descheduled(&mut self.tickets, self.slice, r.slice_end, now);
         self.entries[r.index].place = place;
         self.ready |= 1 << r.index;
         self.entries[due].place = Place::Running {
@@ -97,6 +121,19 @@ impl RunQueue {
     /// the new runner (no deadline is due and no ready vCPU is left at or above it), else
     /// `next_event(now)`.
     pub fn block_and_hand_over(&mut self, now: u64, deadline: Option<u64>) -> Option<HandedOver> {
+        match self.pair_block_and_hand_over(now, deadline) {
+            Some(handed) => Some(handed),
+            None => self.block_and_hand_over_general(now, deadline),
+        }
+    }
+
+    /// `block_and_hand_over` in any state, the pair's shortcut aside.
+    #[inline(always)]
+    pub(super) fn block_and_hand_over_general(
+        &mut self,
+        now: u64,
+        deadline: Option<u64>,
+    ) -> Option<HandedOver> {
         let r = self.running?;
         let next = self.first(self.ready)?;
         if self.soonest <= now
@@ -126,6 +163,83 @@ impl RunQueue {
             self.soonest = deadline;
         }
         self.handed_over(run, next, now)
+    }
+
+    /// `preempt_at_deadline` in a pair's usual state (`RunQueue::pair`: the real-time VM,
+    /// entry 0, above the GPOS, entry 1): the GPOS runs, nothing is ready, and the real-time
+    /// VM alone waits for a deadline, which came. Then the decision needs none of the general
+    /// checks: the real-time VM runs with a fresh slice, the GPOS is descheduled, nothing is
+    /// timed and no event is left. `None` in any other state, the queue unchanged.
+    #[inline(always)]
+    pub(super) fn pair_preempt_at_deadline(&mut self, now: u64) -> Option<HandedOver> {
+        if !self.pair
+            || self.running != Some(1)
+            || self.ready != 0
+            || self.timed != 1
+            || self.soonest > now
+        {
+            return None;
+        }
+        let [high, low] = self.entries.as_mut_slice() else {
+            return None;
+        };
+        let Place::Running { slice_end } = low.place else {
+            return None;
+        };
+        low.place = descheduled(&mut self.tickets, self.slice, slice_end, now);
+        high.place = Place::Running {
+            slice_end: now.saturating_add(self.slice),
+        };
+        self.ready = 0b10;
+        self.running = Some(0);
+        self.timed = 0;
+        self.soonest_at = None;
+        self.soonest = u64::MAX;
+        Some(HandedOver {
+            run: high.vcpu,
+            next_event: None,
+        })
+    }
+
+    /// `block_and_hand_over` in a pair's usual state (`RunQueue::pair`): the real-time VM
+    /// (entry 0) runs, the GPOS (entry 1) is ready, nothing is timed, and `deadline` is
+    /// not past. Then the GPOS runs with the slice it had left, the real-time VM blocks with
+    /// `deadline`, which is the only event. `None` in any other state, the queue unchanged.
+    #[inline(always)]
+    pub(super) fn pair_block_and_hand_over(
+        &mut self,
+        now: u64,
+        deadline: Option<u64>,
+    ) -> Option<HandedOver> {
+        if !self.pair
+            || self.running != Some(0)
+            || self.ready != 0b10
+            || self.timed != 0
+            || deadline.is_some_and(|d| d <= now)
+        {
+            return None;
+        }
+        let [high, low] = self.entries.as_mut_slice() else {
+            return None;
+        };
+        let Place::Ready { slice_left, .. } = low.place else {
+            return None;
+        };
+        low.place = Place::Running {
+            slice_end: now.saturating_add(slice_left),
+        };
+        high.place = Place::Blocked { deadline };
+        self.ready = 0;
+        self.running = Some(1);
+        if let Some(deadline) = deadline {
+            self.timed = 1;
+            self.soonest_at = Some(0);
+            self.soonest = deadline;
+        }
+        Some(HandedOver {
+            run: low.vcpu,
+            next_event: deadline,
+        })
     }
 
     /// The rest of `block_and_hand_over` when another vCPU waits for a deadline too:
@@ -266,19 +380,8 @@ impl RunQueue {
         let Some(r) = self.runner() else {
             return;
         };
-        let place = self.descheduled(r, now);
+        let place = descheduled(&mut self.tickets, self.slice, r.slice_end, now);
         self.set_place(r.index, place);
-    }
-
-    /// The place of the running vCPU `r` when it loses the CPU at `now` (`deschedule`).
-    fn descheduled(&mut self, r: Runner, now: u64) -> Place {
-        match r.slice_end.checked_sub(now) {
-            Some(slice_left) if slice_left > 0 => Place::Ready {
-                order: self.tickets.head(),
-                slice_left: slice_left.min(self.slice),
-            },
-            _ => self.ready_at_tail(),
-        }
     }
 
     fn dispatch(&mut self, index: usize, now: u64) {

@@ -39,6 +39,9 @@ pub struct RunQueue {
     pub(super) soonest_at: Option<usize>,
     /// Each entry's position by its id.
     index: IdIndex,
+    /// Exactly two entries, of two priorities (entry 0 above entry 1): the shared CPU of a
+    /// real-time VM and a GPOS, whose two usual switches `policy` decides by a shortcut.
+    pub(super) pair: bool,
 }
 
 impl RunQueue {
@@ -56,6 +59,7 @@ impl RunQueue {
             soonest: u64::MAX,
             soonest_at: None,
             index: IdIndex::default(),
+            pair: false,
         }
     }
 
@@ -263,14 +267,20 @@ impl RunQueue {
                 .filter(|&j| self.entries[j].priority == self.entries[index].priority)
                 .fold(0, |set, j| set | 1 << j);
         }
+        self.pair = matches!(self.entries.as_slice(), [high, low] if high.priority > low.priority);
     }
 
     /// A place at the tail of a level, with a fresh slice.
     pub(super) fn ready_at_tail(&mut self) -> Place {
-        Place::Ready {
-            order: self.tickets.tail(),
-            slice_left: self.slice,
-        }
+        at_tail(&mut self.tickets, self.slice)
+    }
+}
+
+/// A place at the tail of a level, with a fresh `slice`, its ticket drawn from `tickets`.
+pub(super) fn at_tail(tickets: &mut Tickets, slice: u64) -> Place {
+    Place::Ready {
+        order: tickets.tail(),
+        slice_left: slice,
     }
 }
 

@@ -2,6 +2,7 @@
 //! (and some it should not), each followed by a check of the policy's invariants against a
 //! small model of what the test asked for.
 
+use std::format;
 use std::vec::Vec;
 
 use crate::test_rng::Rng;
@@ -37,8 +38,8 @@ impl Model {
     }
 }
 
-fn id(rng: &mut Rng) -> VcpuId {
-    VcpuId::new(0, u16::try_from(rng.below(IDS)).unwrap())
+fn id(rng: &mut Rng, ids: u64) -> VcpuId {
+    VcpuId::new(0, u16::try_from(rng.below(ids)).unwrap())
 }
 
 /// A deadline around `now`: sometimes already past, sometimes far away, sometimes none.
@@ -50,9 +51,10 @@ fn deadline(rng: &mut Rng, now: u64) -> Option<u64> {
     }
 }
 
-/// One random call; `Err` only where the model says the queue must refuse.
-fn step(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: &mut u64) {
-    let vcpu = id(rng);
+/// One random call naming one of `ids` vCPUs; `Err` only where the model says the queue
+/// must refuse.
+fn step(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: &mut u64, ids: u64) {
+    let vcpu = id(rng, ids);
     let known = model.get(vcpu).is_some();
     let unknown = Err(SchedError::UnknownVcpu(vcpu));
     match rng.below(10) {
@@ -188,6 +190,45 @@ fn check_same(a: &RunQueue, b: &RunQueue, model: &Model, now: u64) {
     );
 }
 
+/// How often the shortcuts decided: `preempt_at_deadline`, `block_and_hand_over`, and the
+/// pair's shortcuts inside them.
+#[derive(Default)]
+struct Tally {
+    fast_paths: usize,
+    hand_overs: usize,
+    pair_preempts: usize,
+    pair_hand_overs: usize,
+}
+
+/// Whether two queues are the same in every field (entries, tickets, bit sets).
+fn identical(a: &RunQueue, b: &RunQueue) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
+
+/// A pair's shortcuts decide, where they do, exactly as the general decision (the same
+/// answer and the same queue, tickets included); `tally` counts where they did.
+fn check_pair_shortcuts(q: &RunQueue, now: u64, deadline: Option<u64>, tally: &mut Tally) {
+    let (mut pair, mut general) = (q.clone(), q.clone());
+    if let Some(handed) = pair.pair_preempt_at_deadline(now) {
+        assert_eq!(Some(handed), general.preempt_at_deadline_general(now));
+        assert!(identical(&pair, &general), "{pair:?}\n{general:?}");
+        tally.pair_preempts += 1;
+    } else {
+        assert!(identical(&pair, q), "a refused shortcut changed the queue");
+    }
+    let (mut pair, mut general) = (q.clone(), q.clone());
+    if let Some(handed) = pair.pair_block_and_hand_over(now, deadline) {
+        assert_eq!(
+            Some(handed),
+            general.block_and_hand_over_general(now, deadline)
+        );
+        assert!(identical(&pair, &general), "{pair:?}\n{general:?}");
+        tally.pair_hand_overs += 1;
+    } else {
+        assert!(identical(&pair, q), "a refused shortcut changed the queue");
+    }
+}
+
 /// The running vCPU blocks at `now` with a random deadline and leaves the CPU if another
 /// vCPU runs: `block_and_hand_over` on a copy of the queue is checked against `block`,
 /// `pick` and `leave`, and one of the two goes on; it hands over only when `has_ready`
@@ -236,10 +277,12 @@ fn hand_over(q: &mut RunQueue, model: &mut Model, rng: &mut Rng, now: u64, hand_
     }
 }
 
-/// One random sequence of `calls` calls; `fast_paths` counts the picks that
-/// `preempt_at_deadline` could take (checked against `pick` on a copy of the queue),
-/// `hand_overs` the blocks `block_and_hand_over` could take.
-fn run_sequence(seed: u64, calls: usize, fast_paths: &mut usize, hand_overs: &mut usize) {
+/// One random sequence of `calls` calls naming `ids` vCPUs; `tally.fast_paths` counts the
+/// picks that `preempt_at_deadline` could take (checked against `pick` on a copy of the
+/// queue), `tally.hand_overs` the blocks `block_and_hand_over` could take, and the pair's
+/// counts where its shortcuts could decide (`check_pair_shortcuts`, before each call on a
+/// pair: on any other queue they refuse at their first test).
+fn run_sequence(seed: u64, calls: usize, ids: u64, tally: &mut Tally) {
     let mut rng = Rng(seed);
     let mut q = RunQueue::new(1 + rng.below(2 * SLICE));
     let mut model = Model::default();
@@ -247,8 +290,11 @@ fn run_sequence(seed: u64, calls: usize, fast_paths: &mut usize, hand_overs: &mu
     for _ in 0..calls {
         let before = q.running();
         let preempt = q.should_preempt(now);
+        if q.pair {
+            check_pair_shortcuts(&q, now, deadline(&mut rng, now), tally);
+        }
         if before.is_some() && rng.below(6) == 0 {
-            hand_over(&mut q, &mut model, &mut rng, now, hand_overs);
+            hand_over(&mut q, &mut model, &mut rng, now, &mut tally.hand_overs);
         } else if rng.below(3) == 0 {
             let mut fast = q.clone();
             let preempted = fast.preempt_at_deadline(now);
@@ -266,7 +312,7 @@ fn run_sequence(seed: u64, calls: usize, fast_paths: &mut usize, hand_overs: &mu
                 );
                 check_same(&fast, &q, &model, now);
                 check_after_pick(&fast, &model, now);
-                *fast_paths += 1;
+                tally.fast_paths += 1;
                 if rng.below(2) == 0 {
                     q = fast;
                 }
@@ -282,7 +328,7 @@ fn run_sequence(seed: u64, calls: usize, fast_paths: &mut usize, hand_overs: &mu
             }
             check_after_pick(&q, &model, now);
         } else {
-            step(&mut q, &mut model, &mut rng, &mut now);
+            step(&mut q, &mut model, &mut rng, &mut now, ids);
         }
         check_always(&q, &model, now);
     }
@@ -290,13 +336,41 @@ fn run_sequence(seed: u64, calls: usize, fast_paths: &mut usize, hand_overs: &mu
 
 #[test]
 fn random_call_sequences_keep_the_invariants() {
-    let (mut fast_paths, mut hand_overs) = (0, 0);
+    let mut tally = Tally::default();
     for seed in 0..300 {
-        run_sequence(seed, 400, &mut fast_paths, &mut hand_overs);
+        run_sequence(seed, 400, IDS, &mut tally);
     }
+    let Tally {
+        fast_paths,
+        hand_overs,
+        ..
+    } = tally;
     assert!(
         fast_paths > 100,
         "only {fast_paths} preemptions at a deadline"
     );
     assert!(hand_overs > 100, "only {hand_overs} hand-overs at a WFI");
+}
+
+/// Two vCPUs at most, as on a CPU shared by a real-time VM and a GPOS: the pair's shortcuts
+/// decide often, and each time exactly as the general decision.
+#[test]
+fn random_pair_sequences_take_the_pair_shortcuts() {
+    let mut tally = Tally::default();
+    for seed in 0..300 {
+        run_sequence(seed, 400, 2, &mut tally);
+    }
+    let Tally {
+        pair_preempts,
+        pair_hand_overs,
+        ..
+    } = tally;
+    assert!(
+        pair_preempts > 100,
+        "only {pair_preempts} pair preemptions at a deadline"
+    );
+    assert!(
+        pair_hand_overs > 100,
+        "only {pair_hand_overs} pair hand-overs at a WFI"
+    );
 }
