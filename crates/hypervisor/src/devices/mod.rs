@@ -9,8 +9,10 @@
 //! real-time VM's deadline on a shared CPU) at least `LINE_ROOM_MICROS` away, since
 //! cleaning, tagging and printing a line takes its exit up to about 5,000 instructions
 //! with the CPU's interrupts masked, and begun just before the real-time VM's tick it would
-//! delay it. Otherwise the bytes wait in the buffer for the VM's next line end, exit, entry
-//! or its CPU's idle (`take_held`); only a full buffer goes at once.
+//! delay it. Lines held back together go one at a time, each when it fits. Otherwise the
+//! bytes wait in the buffer for the VM's next line end, exit or entry, or for its CPU to
+//! idle or enter a vCPU of its lowest priority (`take_held`); only a full buffer goes at
+//! once.
 //!
 //! The models stay pure; this module only routes decoded accesses to them and drains what
 //! they produce. It must never read guest memory or registers.
@@ -66,8 +68,8 @@ pub struct UartAccess {
 /// lines, so that a line held for room (`line_fits`) and those after it rarely fill it.
 const OUTPUT: usize = 512;
 
-/// Per CPU: a VM's output was held back for room on it, so its idle hands it over
-/// (`take_held`).
+/// Per CPU: a VM's output was held back for room on it, so its idle or its next entry of
+/// a lowest-priority vCPU hands it over (`take_held`).
 static HELD: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
 
 /// Whether a VM's console line may be handed over now without delaying a vCPU: no physical
@@ -83,7 +85,8 @@ fn line_fits() -> bool {
 }
 
 /// Whether a VM's output was held back on this CPU since the last call: the CPU, about to
-/// idle, hands its VMs' output over (`Devices::flush_output`).
+/// idle or to enter a lowest-priority vCPU, hands its VMs' output over
+/// (`Devices::flush_output`).
 pub fn take_held() -> bool {
     let held = &HELD[cpu_index()];
     held.load(Ordering::Relaxed) && held.swap(false, Ordering::Relaxed)
@@ -115,24 +118,50 @@ impl Output {
         true
     }
 
-    /// Buffers one transmitted byte; a line end that fits (`line_fits`) or a full buffer
-    /// hands the buffer to VM `vm`'s console stream.
+    /// Buffers one transmitted byte; a full buffer goes to VM `vm`'s console stream at
+    /// once, and a line end hands over the buffered lines that fit (`flush_lines`).
     #[inline]
     fn push(&mut self, byte: u8, vm: usize) {
         if let Some(slot) = self.bytes.get_mut(self.len) {
             *slot = byte;
             self.len += 1;
         }
-        if self.len >= OUTPUT || (byte == b'\n' && line_fits()) {
+        if self.len >= OUTPUT {
             self.flush(vm);
+        } else if byte == b'\n' {
+            self.flush_lines(vm);
         }
     }
 
-    /// Hands the buffered bytes, if any, to VM `vm`'s console stream when they fit now.
+    /// Hands the buffered bytes, if any, to VM `vm`'s console stream as far as they fit now
+    /// (`flush_lines`).
     #[inline]
     fn flush_if_fits(&mut self, vm: usize) {
-        if self.len > 0 && line_fits() {
-            self.flush(vm);
+        if self.len > 0 {
+            self.flush_lines(vm);
+        }
+    }
+
+    /// Hands the buffered bytes to VM `vm`'s console stream one line at a time, each only
+    /// if it fits when its turn comes (`line_fits`): the room is measured for one line's
+    /// printing, so lines held back together never go under one look. The last piece goes
+    /// too, a line end or not.
+    #[inline(never)]
+    fn flush_lines(&mut self, vm: usize) {
+        while self.len > 0 && line_fits() {
+            let Some(bytes) = self.bytes.get(..self.len) else {
+                self.len = 0;
+                return;
+            };
+            let end = bytes
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |at| at + 1);
+            if let Some(line) = bytes.get(..end) {
+                console::vm_output(vm, line);
+            }
+            self.bytes.copy_within(end..self.len, 0);
+            self.len -= end;
         }
     }
 

@@ -63,6 +63,9 @@ pub struct CpuScheduler {
     stopping: Vec<(VcpuId, Stop)>,
     /// Since when they wait, and for what room (`None` while none waits).
     stop_wait: Option<LongWork>,
+    /// The lowest priority among `vms`: entering a vCPU of it hands over what any VM's
+    /// output held back for room (`hand_over_held_output`).
+    lowest_priority: u8,
 }
 
 /// What an exit of the running vCPU for a physical interrupt or a WFI leads to
@@ -108,6 +111,7 @@ impl CpuScheduler {
             owners: OwnerTable::default(),
             stopping: Vec::new(),
             stop_wait: None,
+            lowest_priority: 0,
         };
         scheduler.reindex();
         scheduler
@@ -128,6 +132,7 @@ impl CpuScheduler {
                 self.owners.claim(intid, at);
             }
         }
+        self.lowest_priority = self.vms.iter().map(|vm| vm.priority()).min().unwrap_or(0);
     }
 
     /// Runs this CPU's VMs until every one has stopped.
@@ -165,17 +170,24 @@ impl CpuScheduler {
             }
         }
         timer::arm_hyp_timer(self.queue.next_event(timer::now()));
-        // Output its VMs held back for room (`devices::take_held`) goes now, the EL2 timer
-        // armed for what the room is measured against, or at a later idle.
+        // The EL2 timer armed for what the room is measured against.
+        self.hand_over_held_output();
+        counters::idle_begin();
+        aarch64_cpu::asm::wfi();
+        counters::idle_end();
+        self.handle_interrupts();
+    }
+
+    /// Output its VMs held back for room (`devices::take_held`) goes now if it fits, else at
+    /// a later call: when the CPU idles, and before a vCPU of the lowest priority here is
+    /// entered, whose time it takes. Without the second, a VM that waits forever after its
+    /// last line, on a CPU that never idles (another VM never yields), would keep that line.
+    fn hand_over_held_output(&mut self) {
         if crate::devices::take_held() {
             for vm in &mut self.vms {
                 vm.flush_output();
             }
         }
-        counters::idle_begin();
-        aarch64_cpu::asm::wfi();
-        counters::idle_end();
-        self.handle_interrupts();
     }
 
     /// Puts vCPU `id` on the CPU, taking the loaded one off first; a loaded vCPU that this
@@ -311,6 +323,9 @@ impl CpuScheduler {
             return;
         };
         self.arm_next_event();
+        if self.vms[at].priority() == self.lowest_priority {
+            self.hand_over_held_output();
+        }
         loop {
             let exit = self.enter(&mut at);
             let vm = &mut self.vms[at];

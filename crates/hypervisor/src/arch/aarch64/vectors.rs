@@ -556,23 +556,24 @@ global_asm!(
 // Synchronous, from AArch64 at EL1/EL0: a data abort (EC 0x24), a trapped system register
 // (0x18) and an HVC (0x16) take their own light entries (`guest_data_abort`, `guest_sysreg`,
 // `guest_hvc`), WFx (0x01) or SMC (0x17) the shared one (`guest_light`), all with the
-// guest's x2..x30 still live; any other returns. The classes are tested in the order data abort,
-// system register (a self-SGI: Thread-Metric's and Rhealstone's interrupt tests), HVC,
-// then WFx or SMC in one test (`ccmp`).
+// guest's x2..x30 still live; any other returns. The classes are tested in the order WFx
+// (first: a real-time VM's WFI hands its shared CPU over, the vCPU switch that is every
+// tick's), data abort, system register (a self-SGI: Thread-Metric's and Rhealstone's
+// interrupt tests), HVC, then SMC.
 .macro guest_sync_vector clock
     .balign 0x80
     stp     x0, x1, [sp, #-32]!
     mrs     x0, esr_el2
     lsr     x0, x0, #26
+    cmp     x0, #0x01
+    b.eq    guest_light_\clock
     cmp     x0, #0x24
     b.eq    guest_data_abort_\clock
     cmp     x0, #0x18
     b.eq    guest_sysreg_\clock
-    mov     x1, #0
     cmp     x0, #0x16
     b.eq    guest_hvc_\clock
-    cmp     x0, #0x01
-    ccmp    x0, #0x17, #4, ne
+    cmp     x0, #0x17
     b.eq    guest_light_\clock
     stp     x2, x3, [sp, #16]
     mov     x3, #0
@@ -766,17 +767,17 @@ short_call_\clock:
     b       load_guest_\clock
 
 // The light entries, entered from a vector with the guest's x0, x1 pushed (32 bytes), the
-// exit kind in x1 (a data abort or a system register: 0) and x2..x30 live: each reads the
-// clock, saves the guest's caller-saved registers (x0..x18, x30) and calls its handler
-// `(clock, regs, short)` (`enter_guest_\clock`'s argument at [sp, #\call] once the push is
-// taken off). The Rust code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold the
-// guest's (EL2 takes no exception it returns from; a finished exit moves ELR_EL2 itself).
-// Its answer, a `Light`, finishes the entry: after `Light::Done` (1) only the saved
+// exit kind in x1 for an IRQ (1; every synchronous one's is 0, `xzr`) and x2..x30 live: each
+// reads the clock, saves the guest's caller-saved registers (x0..x18, x30) and calls its
+// handler `(clock, regs, short)` (`enter_guest_\clock`'s argument at [sp, #\call] once the
+// push is taken off). The Rust code keeps x19..x29 (AAPCS64) and ELR_EL2 and SPSR_EL2 hold
+// the guest's (EL2 takes no exception it returns from; a finished exit moves ELR_EL2
+// itself). Its answer, a `Light`, finishes the entry: after `Light::Done` (1) only the saved
 // registers are loaded back and the guest runs on; otherwise the exit goes on at
 // `light_general_\clock`. The push's free half keeps the clock and the kind.
 light_entry guest_irq, x1, 40, \clock
-light_entry guest_hvc, x1, 32, \clock
-light_entry guest_light, x1, 48, \clock
+light_entry guest_hvc, xzr, 32, \clock
+light_entry guest_light, xzr, 48, \clock
 light_entry guest_data_abort, xzr, 24, \clock
 light_entry guest_sysreg, xzr, 56, \clock, 1
 // A light entry's handler did not finish the exit (`Light` in x0 not `Done`): x19..x29, ELR
