@@ -14,7 +14,7 @@ use partita_core::board::Board;
 use partita_core::config::TimerMode;
 
 use crate::arch::aarch64::entry::MAX_CPUS;
-use crate::arch::aarch64::{gic, psci};
+use crate::arch::aarch64::{gic, psci, timer};
 use crate::board::BOARD;
 use crate::println;
 use crate::scheduler::{self, CpuScheduler};
@@ -67,6 +67,9 @@ pub fn run(cpu: usize) -> ! {
         .iter()
         .map(|&(i, _)| i)
         .find(|&i| config.vms[i].timer == TimerMode::Physical);
+    if owner.is_some() {
+        timer::physical_owned();
+    }
     let timer_of = |index: usize| match owner {
         Some(o) if o == index => PhysicalTimer::Owned,
         Some(_) => PhysicalTimer::Trapped,

@@ -5,6 +5,10 @@
 //! would delay that VM's tick by all of it. It waits instead until the run queue's next
 //! event is far enough away. A VM's console line (cleaned, tagged and written to the UART,
 //! up to about 5,000 instructions) waits the same way, for less room (`has_room`).
+//!
+//! The CPU's next event is the run queue's (or the EL2 timer's, which holds it), and, on a
+//! CPU where a real-time VM owns the EL1 physical timer, that timer's deadline too: the VM
+//! keeps its tick there, out of the run queue's sight (`earliest`).
 
 /// The room before the CPU's next event a VM's stop needs: five times what it costs on
 /// QEMU, for slower cores.
@@ -35,6 +39,14 @@ pub struct LongWork {
     longest: u64,
 }
 
+/// The earlier of two events (`None`: no event), the CPU's next one when both may take it.
+pub fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (event, None) | (None, event) => event,
+    }
+}
+
 impl LongWork {
     /// Work asked for at `since` that needs `room` ticks before the CPU's next event and
     /// waits at most `longest` ticks for them.
@@ -56,7 +68,17 @@ impl LongWork {
 
 #[cfg(test)]
 mod tests {
-    use super::{has_room, LongWork};
+    use super::{earliest, has_room, LongWork};
+
+    #[test]
+    fn the_next_event_is_the_earlier_of_two() {
+        assert_eq!(earliest(None, None), None, "no event at all");
+        assert_eq!(earliest(Some(7), None), Some(7));
+        assert_eq!(earliest(None, Some(7)), Some(7));
+        assert_eq!(earliest(Some(9), Some(7)), Some(7));
+        assert_eq!(earliest(Some(7), Some(9)), Some(7));
+        assert_eq!(earliest(Some(0), Some(u64::MAX)), Some(0));
+    }
 
     #[test]
     fn room_is_the_time_left_before_the_next_event() {

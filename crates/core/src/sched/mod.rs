@@ -68,7 +68,9 @@ mod queue;
 mod tests;
 
 pub use ids::IdIndex;
-pub use long_work::{has_room, LongWork, LINE_ROOM_MICROS, STOP_ROOM_MICROS, STOP_WAIT_MICROS};
+pub use long_work::{
+    earliest, has_room, LongWork, LINE_ROOM_MICROS, STOP_ROOM_MICROS, STOP_WAIT_MICROS,
+};
 pub use owners::{OwnerTable, MAX_OWNERS, OWNED_INTIDS};
 pub use queue::RunQueue;
 

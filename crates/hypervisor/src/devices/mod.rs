@@ -5,8 +5,9 @@
 //! stream when a line ends or the buffer fills, or when its vCPU's exit leaves the short
 //! path or it is entered (`flush_output`): a character costs its exit a store into the
 //! buffer, not a console call. A line is handed over only when it fits (`line_fits`): no
-//! physical interrupt pending and the CPU's next scheduling event (the EL2 timer: a
-//! real-time VM's deadline on a shared CPU) at least `LINE_ROOM_MICROS` away, since
+//! physical interrupt pending and the CPU's next event (the EL2 timer: a real-time VM's
+//! deadline on a shared CPU; or the EL1 physical timer of a VM that owns it) at least
+//! `LINE_ROOM_MICROS` away, since
 //! cleaning, tagging and printing a line takes its exit up to about 5,000 instructions
 //! with the CPU's interrupts masked, and begun just before the real-time VM's tick it would
 //! delay it. Lines held back together go one at a time, each when it fits. Otherwise the
@@ -25,7 +26,7 @@ use partita_core::config::DeviceConfig;
 use partita_core::devices::pl011::{self, Pl011};
 use partita_core::devices::testdev::TestDevice;
 use partita_core::devices::{AccessFault, AccessSize, MmioDevice};
-use partita_core::sched::{has_room, ticks_from_micros, LINE_ROOM_MICROS};
+use partita_core::sched::{earliest, has_room, ticks_from_micros, LINE_ROOM_MICROS};
 
 use crate::arch::aarch64::entry::{cpu_index, MAX_CPUS};
 use crate::arch::aarch64::{gic, timer};
@@ -73,11 +74,14 @@ const OUTPUT: usize = 512;
 static HELD: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
 
 /// Whether a VM's console line may be handed over now without delaying a vCPU: no physical
-/// interrupt pending, and the CPU's next scheduling event at least `LINE_ROOM_MICROS` away
-/// (`partita_core::sched::has_room`). When not, this CPU's `HELD` flag is set.
+/// interrupt pending, and the CPU's next event at least `LINE_ROOM_MICROS` away
+/// (`partita_core::sched::has_room`): its next scheduling event, or the tick of a VM that
+/// owns its EL1 physical timer, whichever comes first. When not, this CPU's `HELD` flag is
+/// set.
 fn line_fits() -> bool {
     let room = ticks_from_micros(LINE_ROOM_MICROS, timer::frequency());
-    let fits = !gic::pending() && has_room(timer::now(), timer::hyp_deadline(), room);
+    let next = earliest(timer::hyp_deadline(), timer::owned_physical_deadline());
+    let fits = !gic::pending() && has_room(timer::now(), next, room);
     if !fits {
         HELD[cpu_index()].store(true, Ordering::Relaxed);
     }

@@ -25,8 +25,8 @@ use alloc::vec::Vec;
 
 use partita_core::board::Board;
 use partita_core::sched::{
-    ticks_from_micros, IdIndex, LongWork, OwnerTable, RunQueue, VcpuId, VcpuState, MAX_VCPUS,
-    STOP_ROOM_MICROS, STOP_WAIT_MICROS,
+    earliest, ticks_from_micros, IdIndex, LongWork, OwnerTable, RunQueue, VcpuId, VcpuState,
+    MAX_VCPUS, STOP_ROOM_MICROS, STOP_WAIT_MICROS,
 };
 
 use crate::arch::aarch64::vectors::Exit;
@@ -574,8 +574,8 @@ impl CpuScheduler {
     }
 
     /// Stops the VMs in `stopping` once the work fits (`LongWork::fits`): the run queue's
-    /// next event, a vCPU's deadline that outranks what runs, is `STOP_ROOM_MICROS` away
-    /// or more, or they have waited `STOP_WAIT_MICROS`. Until then their parked vCPU 0
+    /// next event, a vCPU's deadline that outranks what runs, and the tick of a VM that
+    /// owns the EL1 physical timer are `STOP_ROOM_MICROS` away or more, or they have waited `STOP_WAIT_MICROS`. Until then their parked vCPU 0
     /// stays here, blocked, and the CPU's other vCPUs run on: a real-time VM's tick never
     /// waits behind another VM's stop (docs/design.md, "Long EL2 work beside a real-time
     /// VM"). Tried at each turn of the scheduler's loop, so at the latest after the
@@ -594,7 +594,8 @@ impl CpuScheduler {
                 ticks_from_micros(STOP_WAIT_MICROS, frequency),
             )
         });
-        if !work.fits(now, self.queue.next_event(now)) {
+        let next = earliest(self.queue.next_event(now), timer::owned_physical_deadline());
+        if !work.fits(now, next) {
             return;
         }
         self.stop_wait = None;

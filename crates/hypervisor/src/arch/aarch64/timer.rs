@@ -3,9 +3,13 @@
 //! the scheduler at its next event, and the live state of the loaded guest's virtual timer.
 //!
 //! It only reads and writes timer registers; which deadline to program is the scheduler's
-//! decision (`partita_core::sched`). It must never touch the EL1 physical timer, which may
-//! belong to a real-time VM.
+//! decision (`partita_core::sched`). It never programs the EL1 physical timer, which may
+//! belong to a real-time VM: it only stops it when that VM is rebuilt or stopped, and reads
+//! its deadline, one of the CPU's events while the VM owns it (`owned_physical_deadline`).
 
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use super::entry::{cpu_index, MAX_CPUS};
 use super::sysreg::{read_sysreg, write_sysreg};
 
 /// CNTx_CTL bits: ENABLE, IMASK, ISTATUS.
@@ -61,6 +65,26 @@ pub fn virtual_due_within(ticks: u64) -> bool {
 pub fn virtual_firing() -> bool {
     read_sysreg!("cntv_ctl_el0") & (CTL_ENABLE | CTL_IMASK | CTL_ISTATUS)
         == CTL_ENABLE | CTL_ISTATUS
+}
+
+/// Per CPU: a VM placed on it owns its EL1 physical timer (`timer = "physical"`).
+static PHYSICAL_OWNED: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+
+/// Records that a VM owns this CPU's EL1 physical timer, once, before its vCPUs run.
+pub fn physical_owned() {
+    PHYSICAL_OWNED[cpu_index()].store(true, Ordering::Relaxed);
+}
+
+/// When this CPU's EL1 physical timer fires, if a VM owns it and it is armed (enabled, its
+/// interrupt not masked) and has not fired yet: the owner's next tick, which the run queue
+/// does not see. A timer that fired is a pending or taken interrupt, not an event to come.
+pub fn owned_physical_deadline() -> Option<u64> {
+    if !PHYSICAL_OWNED[cpu_index()].load(Ordering::Relaxed) {
+        return None;
+    }
+    let ctl = read_sysreg!("cntp_ctl_el0");
+    (ctl & (CTL_ENABLE | CTL_IMASK | CTL_ISTATUS) == CTL_ENABLE)
+        .then(|| read_sysreg!("cntp_cval_el0"))
 }
 
 /// Stops the EL1 physical timer (a real-time VM that owned it is rebuilt or stopped).
