@@ -250,6 +250,42 @@ macro_rules! beside_linux {
         ]
     };
 }
+/// FreeRTOS's latency benchmark (quick: 2,000 samples) beside a Linux printing console lines
+/// without a pause on one CPU (`CONSOLE_JOB`), booted from `config`: no deadline missed and
+/// the worst dispatch latency at most `max_ns`.
+macro_rules! console_latency {
+    ($name:expr, $config:expr, $max_ns:expr) => {
+        Scenario {
+            name: $name,
+            boot: Boot::Partita($config),
+            job: Some(CONSOLE_JOB),
+            cpu: Cpu::CortexA72,
+            icount: true,
+            end: End::StopWhen(StopWhen {
+                after: None,
+                pattern: "[freertos] bench: done",
+                count: 1,
+            }),
+            // About 30 s on an idle host.
+            timeout_secs: 300,
+            expect: &[
+                Expect::Line(
+                    "[freertos] bench: experiment=dispatch metric=samples value=2000 unit=count",
+                ),
+                Expect::Line(
+                    "[freertos] bench: experiment=dispatch metric=misses value=0 unit=count",
+                ),
+                Expect::AtMost(
+                    "[freertos] bench: experiment=dispatch metric=max *",
+                    "value=",
+                    $max_ns,
+                ),
+                Expect::CountAtLeast("[linux] a console line, number *", 1_000),
+                Expect::NoLine(PANIC),
+            ],
+        }
+    };
+}
 /// The split system: both VMs run and FreeRTOS outlives Linux. Its deadline misses are not
 /// asserted: under -icount QEMU 7.2 runs the two CPUs in turn on one host thread and CPU 0
 /// waits for the end of CPU 1's turn (docs/design.md, "Time on QEMU with more than one
@@ -931,59 +967,24 @@ pub const SCENARIOS: &[Scenario] = &[
             Expect::AtMost(FREERTOS_RT, "max_ns=", 2_000)
         ),
     },
-    Scenario {
-        // Linux printing console lines without a pause beside FreeRTOS's latency benchmark on
-        // one CPU. A line costs its exit up to about 5,000 instructions at EL2; begun just
-        // before FreeRTOS's tick it delayed it: 217 of 20,000 dispatch samples late, up to
-        // 1,520 ns, where the same job writing to /dev/null left all 20,000 at 720 ns
-        // (2026-11-28, 6cf0c2b). Lines are held back while the CPU's next event is near
-        // (`devices::line_fits`): all 20,000 at 720 ns after it. The bound leaves the
-        // constant 720 room for a layout's movement, not for a late tick.
-        name: "console-latency",
-        boot: Boot::Partita("configs/tests/console-latency.toml"),
-        job: Some(CONSOLE_JOB),
-        cpu: Cpu::CortexA72,
-        icount: true,
-        end: End::StopWhen(StopWhen {
-            after: None,
-            pattern: "[freertos] bench: done",
-            count: 1,
-        }),
-        // About 30 s on an idle host.
-        timeout_secs: 300,
-        expect: &[
-            Expect::Line("[freertos] bench: experiment=dispatch metric=samples value=2000 unit=count"),
-            Expect::Line("[freertos] bench: experiment=dispatch metric=misses value=0 unit=count"),
-            Expect::AtMost("[freertos] bench: experiment=dispatch metric=max *", "value=", 1_000),
-            Expect::CountAtLeast("[linux] a console line, number *", 1_000),
-            Expect::NoLine(PANIC),
-        ],
-    },
-    Scenario {
-        // The same with FreeRTOS ticking on the EL1 physical timer it owns: its deadline is
-        // in that timer, not in the EL2 timer, and the room before a line must see it. No
-        // timer advance serves that tick (the run queue does not know it), so every sample
-        // takes the switch at the tick's interrupt: about 2,500 ns, and 3,696 with lines
-        // landing on ticks before the room looked at the physical timer (docs/console.md).
-        name: "console-latency-physical",
-        boot: Boot::Partita("configs/tests/console-latency-physical.toml"),
-        job: Some(CONSOLE_JOB),
-        cpu: Cpu::CortexA72,
-        icount: true,
-        end: End::StopWhen(StopWhen {
-            after: None,
-            pattern: "[freertos] bench: done",
-            count: 1,
-        }),
-        timeout_secs: 300,
-        expect: &[
-            Expect::Line("[freertos] bench: experiment=dispatch metric=samples value=2000 unit=count"),
-            Expect::Line("[freertos] bench: experiment=dispatch metric=misses value=0 unit=count"),
-            Expect::AtMost("[freertos] bench: experiment=dispatch metric=max *", "value=", 3_000),
-            Expect::CountAtLeast("[linux] a console line, number *", 1_000),
-            Expect::NoLine(PANIC),
-        ],
-    },
+    // Linux printing console lines without a pause beside FreeRTOS's latency benchmark on
+    // one CPU. A line costs its exit up to about 5,000 instructions at EL2; begun just
+    // before FreeRTOS's tick it delayed it: 217 of 20,000 dispatch samples late, up to
+    // 1,520 ns, where the same job writing to /dev/null left all 20,000 at 720 ns
+    // (2026-11-28, 6cf0c2b). Lines are held back while the CPU's next event is near
+    // (`devices::line_fits`): all 20,000 at 720 ns after it. The bound leaves the
+    // constant 720 room for a layout's movement, not for a late tick.
+    console_latency!("console-latency", "configs/tests/console-latency.toml", 1_000),
+    // The same with FreeRTOS ticking on the EL1 physical timer it owns: its deadline is
+    // in that timer, not in the EL2 timer, and the room before a line must see it. No
+    // timer advance serves that tick (the run queue does not know it), so every sample
+    // takes the switch at the tick's interrupt: about 2,500 ns, and 3,696 with lines
+    // landing on ticks before the room looked at the physical timer (docs/console.md).
+    console_latency!(
+        "console-latency-physical",
+        "configs/tests/console-latency-physical.toml",
+        3_000
+    ),
     Scenario {
         name: "ivc-exchange",
         boot: Boot::Partita("configs/tests/ivc-exchange.toml"),
