@@ -9,10 +9,10 @@
 //! deadline on a shared CPU; or the EL1 physical timer of a VM that owns it) at least
 //! `LINE_ROOM_MICROS` away, since cleaning, tagging and printing a line takes its exit up
 //! to about 5,000 instructions with the CPU's interrupts masked, and begun just before the
-//! real-time VM's tick it would delay it. Lines held back together go one at a time, each when it fits. Otherwise the
-//! bytes wait in the buffer for the VM's next line end, exit or entry, or for its CPU to
-//! idle or enter a vCPU of its lowest priority (`take_held`); only a full buffer goes at
-//! once.
+//! real-time VM's tick it would delay it. Lines held back together go one at a time, each
+//! when it fits. Otherwise the bytes wait in the buffer for the VM's next line end, exit or
+//! entry, or for its CPU to idle or enter a vCPU of its lowest priority (`take_held`); only
+//! a full buffer goes at once.
 //!
 //! The models stay pure; this module only routes decoded accesses to them and drains what
 //! they produce. It must never read guest memory or registers.

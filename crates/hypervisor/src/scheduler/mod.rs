@@ -573,14 +573,14 @@ impl CpuScheduler {
         }
     }
 
-    /// Stops the VMs in `stopping` once the work fits (`LongWork::fits`): the run queue's
-    /// next event, a vCPU's deadline that outranks what runs, and the tick of a VM that
-    /// owns the EL1 physical timer are `STOP_ROOM_MICROS` away or more, or they have waited `STOP_WAIT_MICROS`. Until then their parked vCPU 0
-    /// stays here, blocked, and the CPU's other vCPUs run on: a real-time VM's tick never
-    /// waits behind another VM's stop (docs/design.md, "Long EL2 work beside a real-time
-    /// VM"). Tried at each turn of the scheduler's loop, so at the latest after the
-    /// real-time VM's next WFI (its short paths leave a CPU with a stopping VM to this one:
-    /// the other vCPU may not run).
+    /// Stops the VMs in `stopping` once the work fits (`LongWork::fits`): the run queue's next
+    /// event, a vCPU's deadline that outranks what runs, and the tick of a VM that owns the EL1
+    /// physical timer are `STOP_ROOM_MICROS` away or more, or they have waited
+    /// `STOP_WAIT_MICROS`. Until then their parked vCPU 0 stays here, blocked, and the CPU's
+    /// other vCPUs run on: a real-time VM's tick never waits behind another VM's stop
+    /// (docs/design.md, "Long EL2 work beside a real-time VM"). Tried at each turn of the
+    /// scheduler's loop, so at the latest after the real-time VM's next WFI (its short paths
+    /// leave a CPU with a stopping VM to this one: the other vCPU may not run).
     fn stop_waiting(&mut self) {
         if self.stopping.is_empty() {
             return;
