@@ -975,7 +975,13 @@ impl VmState {
         Some(self.end_boot(end))
     }
 
+    /// The boot ended (every vCPU parked): its output goes out, and a passed-through
+    /// physical timer stops at once, so that its deadline no longer holds back long work
+    /// that waits for room (the VM's own stop, `timer::owned_physical_deadline`).
     fn end_boot(&mut self, end: BootEnd) -> Option<Stop> {
+        if self.physical_timer == PhysicalTimer::Owned {
+            timer::stop_physical();
+        }
         self.flush_output_now();
         console::finish_vm_line(self.shared.index);
         crate::fabric::release(self.shared.index);

@@ -336,6 +336,23 @@ impl RunQueue {
             .then(|| self.deadline(self.timed))
     }
 
+    /// The earliest time at which a vCPU of a higher priority than `priority` may want the
+    /// CPU (`None`: none can): `now` when one is running or ready, else the earliest
+    /// deadline of the blocked ones. Work the CPU does for a VM of that priority (its stop
+    /// for good) needs room before this event only: a vCPU of that priority or below waits
+    /// for it as it would wait for the VM itself, whatever `next_event` says (with no
+    /// vCPU running and one ready, `next_event` is always `now`).
+    pub fn next_event_above(&self, priority: u8, now: u64) -> Option<u64> {
+        let running: Mask = self.runner().map_or(0, |r| 1 << r.index);
+        let higher: Mask = positions(self.ready | self.timed | running)
+            .filter(|&i| self.entries[i].priority > priority)
+            .fold(0, |set, i| set | 1 << i);
+        if higher & !self.timed != 0 {
+            return Some(now);
+        }
+        self.deadline(higher).map(|deadline| deadline.max(now))
+    }
+
     /// `next_event` for any state (its usual case aside). Out of line: `next_event`'s usual
     /// answer saves no registers.
     #[inline(never)]

@@ -573,14 +573,17 @@ impl CpuScheduler {
         }
     }
 
-    /// Stops the VMs in `stopping` once the work fits (`LongWork::fits`): the run queue's next
-    /// event, a vCPU's deadline that outranks what runs, and the tick of a VM that owns the EL1
-    /// physical timer are `STOP_ROOM_MICROS` away or more, or they have waited
-    /// `STOP_WAIT_MICROS`. Until then their parked vCPU 0 stays here, blocked, and the CPU's
-    /// other vCPUs run on: a real-time VM's tick never waits behind another VM's stop
-    /// (docs/design.md, "Long EL2 work beside a real-time VM"). Tried at each turn of the
-    /// scheduler's loop, so at the latest after the real-time VM's next WFI (its short paths
-    /// leave a CPU with a stopping VM to this one: the other vCPU may not run).
+    /// Stops the VMs in `stopping` once the work fits (`LongWork::fits`): every vCPU that
+    /// outranks the lowest-priority one of them is blocked, its deadline and the tick of a VM
+    /// that owns the EL1 physical timer `STOP_ROOM_MICROS` away or more
+    /// (`RunQueue::next_event_above`), or they have waited `STOP_WAIT_MICROS`. Until then
+    /// their parked vCPU 0 stays here, blocked, and the CPU's other vCPUs run on: a
+    /// real-time VM's tick never waits behind another VM's stop (docs/design.md, "Long EL2
+    /// work beside a real-time VM"). A vCPU below the stopping VM does not count: it waits for
+    /// the stop as it waited for the VM, and a busy one that never leaves its short paths
+    /// would otherwise hold the stop back for good. Tried at each turn of the scheduler's
+    /// loop, so at the latest after the higher-priority VM's next WFI (its short paths leave a
+    /// CPU with a stopping VM to this one: the other vCPU may not run).
     fn stop_waiting(&mut self) {
         if self.stopping.is_empty() {
             return;
@@ -594,7 +597,17 @@ impl CpuScheduler {
                 ticks_from_micros(STOP_WAIT_MICROS, frequency),
             )
         });
-        let next = earliest(self.queue.next_event(now), timer::owned_physical_deadline());
+        let priority = self
+            .stopping
+            .iter()
+            .filter_map(|&(id, _)| self.position(id))
+            .map(|at| self.vms[at].priority())
+            .min()
+            .unwrap_or(u8::MAX);
+        let next = earliest(
+            self.queue.next_event_above(priority, now),
+            timer::owned_physical_deadline(),
+        );
         if !work.fits(now, next) {
             return;
         }

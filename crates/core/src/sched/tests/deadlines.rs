@@ -292,3 +292,61 @@ fn the_rtos_hands_the_cpu_to_linux_at_its_wfi_with_its_deadline() {
     assert_eq!(q.pick(0).run, Some(RTOS));
     assert_eq!(q.block_and_hand_over(10, None), None);
 }
+
+#[test]
+fn work_for_a_vm_waits_only_for_the_vcpus_above_it() {
+    let mut q = rtos_and_linux();
+    q.pick(0);
+    q.block(RTOS, None).unwrap();
+    assert_eq!(q.pick(10).run, Some(LINUX));
+    assert_eq!(
+        q.next_event_above(RTOS_PRIORITY, 10),
+        None,
+        "the RTOS's own work waits for no one: Linux below it runs"
+    );
+    assert_eq!(
+        q.next_event_above(GPOS_PRIORITY, 10),
+        None,
+        "the RTOS is off"
+    );
+    q.block(LINUX, None).unwrap();
+    q.wake(RTOS).unwrap();
+    assert_eq!(
+        q.next_event(20),
+        Some(20),
+        "nothing runs and the RTOS is ready"
+    );
+    assert_eq!(
+        q.next_event_above(GPOS_PRIORITY, 20),
+        Some(20),
+        "Linux's work waits for the ready RTOS"
+    );
+    assert_eq!(q.pick(20).run, Some(RTOS));
+    assert_eq!(
+        q.next_event_above(GPOS_PRIORITY, 30),
+        Some(30),
+        "nor while it runs"
+    );
+    q.block(RTOS, Some(1_000)).unwrap();
+    assert_eq!(q.pick(40).run, None);
+    assert_eq!(
+        q.next_event_above(GPOS_PRIORITY, 40),
+        Some(1_000),
+        "until its tick"
+    );
+    assert_eq!(
+        q.next_event_above(GPOS_PRIORITY, 1_200),
+        Some(1_200),
+        "a tick due is now"
+    );
+    assert_eq!(q.next_event_above(RTOS_PRIORITY, 40), None);
+}
+
+#[test]
+fn a_ready_vm_below_leaves_room_where_next_event_leaves_none() {
+    let mut q = rtos_and_linux();
+    q.pick(0);
+    q.block(RTOS, None).unwrap();
+    assert_eq!(q.next_event(5), Some(5), "no vCPU runs, Linux is ready");
+    assert_eq!(q.next_event_above(RTOS_PRIORITY, 5), None);
+}
