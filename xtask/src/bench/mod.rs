@@ -325,6 +325,17 @@ impl Bench {
             if !captured.stopped {
                 worst = worst.or_else(|| describe_ending(&captured.ending));
             }
+            if let Some(reason) = unfinished(stop_after.is_some(), &captured) {
+                outcome.not_measured.push(NotMeasured {
+                    config: row.config.to_owned(),
+                    guest: row.guest.name().to_owned(),
+                    what: format!(
+                        "the end of boot {} (what the VMs print as they stop)",
+                        index + 1
+                    ),
+                    reason,
+                });
+            }
             if started.partita.is_some() {
                 profiled.add(profile::read_counts(&profile_file));
             }
@@ -422,6 +433,19 @@ fn default_out(mode: Mode, board: Platform, date: &str, commit: &str) -> PathBuf
         .join("bench")
         .join("out")
         .join(format!("{day}-{commit}{suffix}"))
+}
+
+/// Why a boot that should have been stopped at its end line (`has_end`) was not: the line
+/// never came, and QEMU ran to its deadline or exited. Its figures may all be there (a
+/// FreeRTOS benchmark prints them before its VM stops), but not what is printed as a VM
+/// stops (Partita's counters of it), and a run that hangs there is a fault to see, not a
+/// long row. `None` for a boot stopped there, or without an end line.
+fn unfinished(has_end: bool, captured: &runner::Console) -> Option<String> {
+    if !has_end || captured.stopped {
+        return None;
+    }
+    let ending = describe_ending(&captured.ending).unwrap_or_else(|| "QEMU exited 0".to_owned());
+    Some(format!("its end line never came: {ending}"))
 }
 
 /// Why a run's figures may be missing, or None when QEMU exited 0.
@@ -579,6 +603,29 @@ mod tests {
         ROWS.iter()
             .find(|r| r.config == config && r.guest == guest)
             .unwrap()
+    }
+
+    #[test]
+    fn a_boot_that_never_reached_its_end_line_is_reported() {
+        let console = |ending, stopped| runner::Console {
+            ending,
+            output: String::new(),
+            stopped,
+        };
+        assert_eq!(
+            unfinished(true, &console(Ending::TimedOut, false)).as_deref(),
+            Some("its end line never came: QEMU was killed at the run's deadline")
+        );
+        assert_eq!(
+            unfinished(true, &console(Ending::Exited(0), false)).as_deref(),
+            Some("its end line never came: QEMU exited 0")
+        );
+        assert_eq!(unfinished(true, &console(Ending::Exited(0), true)), None);
+        assert_eq!(
+            unfinished(false, &console(Ending::Exited(0), false)),
+            None,
+            "a run without an end line ends as QEMU does"
+        );
     }
 
     #[test]
