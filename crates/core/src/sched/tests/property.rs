@@ -137,6 +137,26 @@ fn check_always(q: &RunQueue, model: &Model, now: u64) {
         q.next_event_general(now),
         "next_event's usual case disagrees with the general one"
     );
+    for &(_, priority, _) in &model.vcpus {
+        let below = priority.saturating_sub(1);
+        let above = || model.vcpus.iter().filter(|v| v.1 > below);
+        let contending =
+            above().any(|v| matches!(q.state(v.0), Some(VcpuState::Running | VcpuState::Ready)));
+        let expected = if contending {
+            Some(now)
+        } else {
+            above()
+                .filter(|v| q.state(v.0) == Some(VcpuState::Blocked))
+                .filter_map(|v| v.2)
+                .min()
+                .map(|d| d.max(now))
+        };
+        assert_eq!(
+            q.next_event_above(below, now),
+            expected,
+            "the next event above priority {below}"
+        );
+    }
 }
 
 /// Invariants that hold right after `pick(now)`.
