@@ -124,6 +124,10 @@ enum Task {
         /// Output folder (default bench/out/<date>-<commit>[-quick]/).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Go on with an earlier run into --out DIR: the rows it finished (DIR/rows/) are
+        /// kept, the others run; the checkout must be the clean commit they were measured at.
+        #[arg(long, requires = "out")]
+        resume: bool,
         /// Run only this configuration (e.g. shared-hackbench); repeatable.
         #[arg(long, value_name = "CONFIG")]
         only: Vec<String>,
@@ -285,6 +289,7 @@ fn dispatch(task: Task) -> Result<ExitCode> {
         Task::Bench {
             quick,
             out,
+            resume,
             only,
             board,
             jobs,
@@ -293,6 +298,7 @@ fn dispatch(task: Task) -> Result<ExitCode> {
             bench::run(&bench::Options {
                 quick,
                 out,
+                resume,
                 only,
                 board: bench::board_named(&board)?,
                 cpu: cpu.cpu,

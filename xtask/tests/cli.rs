@@ -185,3 +185,24 @@ fn bench_with_no_jobs_is_refused() {
         "error: invalid value '0' for '--jobs <N>': 0 is not in 1..=256\n",
     );
 }
+
+#[test]
+fn bench_resume_needs_an_output_folder_with_finished_rows() {
+    refused(
+        &["bench", "--quick", "--resume"],
+        2,
+        "error: the following required arguments were not provided:\n  --out <DIR>\n",
+    );
+    refused(
+        &[
+            "bench",
+            "--quick",
+            "--resume",
+            "--out",
+            "/nonexistent/partita-run",
+        ],
+        1,
+        "xtask: error: --resume: /nonexistent/partita-run holds no finished rows \
+         (/nonexistent/partita-run/rows/ is missing)\n",
+    );
+}

@@ -25,12 +25,13 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use partita_core::board::Platform;
+use serde::{Deserialize, Serialize};
 
 use crate::process::{step, Ending};
 use crate::qemu::Cpu;
 use crate::{build, linux, paths, profile, xen};
 use matrix::{Boot, Guest, Mode, Row, ROWS};
-use provenance::RunCommand;
+use provenance::{RunCommand, Stamp};
 use record::{Measure, NotMeasured, Record, Results};
 use runner::Progress;
 
@@ -38,6 +39,8 @@ use runner::Progress;
 pub struct Options {
     pub quick: bool,
     pub out: Option<PathBuf>,
+    /// Keep the rows `out` already holds from an earlier sitting (`saved_rows`).
+    pub resume: bool,
     /// Only these configurations (all when empty).
     pub only: Vec<String>,
     /// The board of the Partita rows: on another than qemu-virt only the shared rows run
@@ -131,6 +134,9 @@ pub fn run(options: &Options) -> Result<PathBuf> {
     } else {
         Mode::Full
     };
+    if let (true, Some(out)) = (options.resume, &options.out) {
+        check_resumable(out, provenance::commit().1)?;
+    }
     let cache = paths::cache_dir();
     let measured: Vec<(&Row, Boot)> = ROWS
         .iter()
@@ -158,8 +164,29 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         .clone()
         .unwrap_or_else(|| default_out(mode, options.board, &provenance.date, &provenance.commit));
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let stamp = provenance.stamp();
+    let mut saved = if options.resume {
+        saved_rows(&out, &stamp)?
+    } else {
+        Vec::new()
+    };
+    saved.retain(|s| {
+        measured
+            .iter()
+            .any(|(row, _)| s.config == row.config && s.guest == row.guest.name())
+    });
+    let is_saved = |row: &Row| {
+        saved
+            .iter()
+            .any(|s| s.config == row.config && s.guest == row.guest.name())
+    };
+    let to_run: Vec<(&Row, Boot)> = measured
+        .iter()
+        .copied()
+        .filter(|(row, _)| !is_saved(row))
+        .collect();
     let ivc_experiments = matrix::ivc_experiments(mode);
-    let total = measured
+    let total = to_run
         .iter()
         .map(|(row, boot)| match row.guest {
             Guest::Linux => matrix::linux_experiments_of(*boot, mode).len(),
@@ -175,10 +202,21 @@ pub fn run(options: &Options) -> Result<PathBuf> {
         plugin: profile::build_plugin(&out)?,
         ivc_jobs: matrix::linux_jobs(&ivc_experiments),
         progress: Mutex::new(Progress::new(total)),
+        stamp,
     };
+    if !saved.is_empty() {
+        step(format!(
+            "resuming: {} of the {} rows were measured before, {} to run",
+            measured.len() - to_run.len(),
+            measured.len(),
+            to_run.len()
+        ));
+    }
+    let mut outcomes: Vec<RowOutcome> = saved.into_iter().map(|s| s.outcome).collect();
+    outcomes.extend(bench.rows(&to_run, options.jobs)?);
     let mut records = Vec::new();
     let mut not_measured = Vec::new();
-    for outcome in bench.rows(&measured, options.jobs)? {
+    for outcome in outcomes {
         provenance.runs.extend(outcome.runs);
         records.extend(outcome.records);
         not_measured.extend(outcome.not_measured);
@@ -211,10 +249,12 @@ struct Bench {
     plugin: PathBuf,
     ivc_jobs: Vec<String>,
     progress: Mutex<Progress>,
+    /// What a finished row is saved with (`save_row`).
+    stamp: Stamp,
 }
 
 /// What one row's boots gave: their commands, records and what they did not measure.
-#[derive(Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct RowOutcome {
     runs: Vec<RunCommand>,
     records: Vec<Record>,
@@ -250,7 +290,9 @@ impl Bench {
                             break;
                         };
                         let (row, boot) = measured[index];
-                        let outcome = self.row(row, boot);
+                        let outcome = self
+                            .row(row, boot)
+                            .and_then(|outcome| self.save_row(row, outcome));
                         if outcome.is_err() {
                             failed.store(true, Ordering::Relaxed);
                         }
@@ -435,6 +477,92 @@ fn default_out(mode: Mode, board: Platform, date: &str, commit: &str) -> PathBuf
         .join(format!("{day}-{commit}{suffix}"))
 }
 
+/// A finished row as `cargo xtask bench` keeps it in `<out>/rows/`, so that a run stopped
+/// before its end can go on in another sitting (`--resume`) without measuring it again.
+#[derive(Debug, Serialize, Deserialize)]
+struct SavedRow {
+    config: String,
+    guest: String,
+    stamp: Stamp,
+    outcome: RowOutcome,
+}
+
+/// The folder of a run's finished rows.
+fn rows_dir(out: &Path) -> PathBuf {
+    out.join("rows")
+}
+
+impl Bench {
+    /// Keeps `row`'s outcome in the output folder's `rows/` and hands it back.
+    fn save_row(&self, row: &Row, outcome: RowOutcome) -> Result<RowOutcome> {
+        let dir = rows_dir(&self.out);
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let saved = SavedRow {
+            config: row.config.to_owned(),
+            guest: row.guest.name().to_owned(),
+            stamp: self.stamp.clone(),
+            outcome,
+        };
+        let file = dir.join(format!("{}-{}.json", saved.config, saved.guest));
+        let json = serde_json::to_string(&saved).context("encoding a finished row")?;
+        fs::write(&file, json).with_context(|| format!("writing {}", file.display()))?;
+        Ok(saved.outcome)
+    }
+}
+
+/// Whether the run in `out` can go on (`--resume`), checked before anything is built: it
+/// has finished rows, and the checkout (`dirty`: with uncommitted changes) is clean.
+fn check_resumable(out: &Path, dirty: bool) -> Result<()> {
+    if !rows_dir(out).is_dir() {
+        let shown = paths::shown(out);
+        bail!(
+            "--resume: {} holds no finished rows ({}/rows/ is missing)",
+            shown.display(),
+            shown.display()
+        );
+    }
+    if dirty {
+        bail!(
+            "--resume: the checkout has uncommitted changes; a run goes on only at the clean \
+             commit its rows were measured at"
+        );
+    }
+    Ok(())
+}
+
+/// The rows an earlier sitting of this run finished (`--resume`), each measured with
+/// `stamp`: the same clean commit, mode, QEMU, machine and guest packages.
+fn saved_rows(out: &Path, stamp: &Stamp) -> Result<Vec<SavedRow>> {
+    check_resumable(out, stamp.dirty)?;
+    let entries = fs::read_dir(rows_dir(out))
+        .with_context(|| format!("reading {}", rows_dir(out).display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    let mut saved = Vec::new();
+    for file in files {
+        let name = paths::shown(&file).display().to_string();
+        let text = fs::read_to_string(&file).with_context(|| format!("reading {name}"))?;
+        let row: SavedRow = serde_json::from_str(&text)
+            .with_context(|| format!("--resume: {name} is not a finished row"))?;
+        if row.stamp != *stamp {
+            bail!(
+                "--resume: {name} was measured at commit {} ({} mode) with another set-up than \
+                 this run at commit {} ({} mode): go on with the same commit, mode, QEMU, \
+                 machine and guest packages, or choose another --out",
+                row.stamp.commit,
+                row.stamp.mode,
+                stamp.commit,
+                stamp.mode
+            );
+        }
+        saved.push(row);
+    }
+    Ok(saved)
+}
+
 /// Why a boot that should have been stopped at its end line (`has_end`) was not: the line
 /// never came, and QEMU ran to its deadline or exited. Its figures may all be there (a
 /// FreeRTOS benchmark prints them before its VM stops), but not what is printed as a VM
@@ -603,6 +731,103 @@ mod tests {
         ROWS.iter()
             .find(|r| r.config == config && r.guest == guest)
             .unwrap()
+    }
+
+    fn stamp(commit: &str) -> Stamp {
+        Stamp {
+            mode: "full".to_owned(),
+            commit: commit.to_owned(),
+            dirty: false,
+            qemu_version: "QEMU emulator version 7.2.22".to_owned(),
+            qemu_flags: "-M virt".to_owned(),
+            linux_versions: vec!["linux-image-6.1.0".to_owned()],
+            xen_version: "4.17".to_owned(),
+        }
+    }
+
+    /// A fresh output folder under the target directory.
+    fn out_dir(name: &str) -> PathBuf {
+        let dir = paths::root().join("target").join("bench-tests").join(name);
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn saved_row(commit: &str) -> SavedRow {
+        SavedRow {
+            config: "solo".to_owned(),
+            guest: "freertos".to_owned(),
+            stamp: stamp(commit),
+            outcome: RowOutcome {
+                runs: vec![RunCommand {
+                    config: "solo".to_owned(),
+                    guest: "freertos".to_owned(),
+                    command: "qemu-system-aarch64".to_owned(),
+                }],
+                records: Vec::new(),
+                not_measured: vec![NotMeasured {
+                    config: "solo".to_owned(),
+                    guest: "freertos".to_owned(),
+                    what: "x".to_owned(),
+                    reason: "y".to_owned(),
+                }],
+            },
+        }
+    }
+
+    fn save(out: &Path, row: &SavedRow) {
+        fs::create_dir_all(rows_dir(out)).unwrap();
+        let file = rows_dir(out).join(format!("{}-{}.json", row.config, row.guest));
+        fs::write(file, serde_json::to_string(row).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_the_rows_measured_with_its_stamp() {
+        let out = out_dir("resume-kept");
+        save(&out, &saved_row("abc1234"));
+        let rows = saved_rows(&out, &stamp("abc1234")).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (rows[0].config.as_str(), rows[0].guest.as_str()),
+            ("solo", "freertos")
+        );
+        assert_eq!(rows[0].outcome.runs.len(), 1);
+        assert_eq!(rows[0].outcome.not_measured[0].reason, "y");
+    }
+
+    #[test]
+    fn a_resumed_run_refuses_rows_of_another_setup_a_dirty_tree_or_no_rows() {
+        let out = out_dir("resume-refused");
+        let shown = paths::shown(&out).display().to_string();
+        let error = |stamp: &Stamp| format!("{:#}", saved_rows(&out, stamp).unwrap_err());
+        assert_eq!(
+            error(&stamp("abc1234")),
+            format!("--resume: {shown} holds no finished rows ({shown}/rows/ is missing)")
+        );
+        save(&out, &saved_row("abc1234"));
+        assert_eq!(
+            error(&stamp("def5678")),
+            format!(
+                "--resume: {shown}/rows/solo-freertos.json was measured at commit abc1234 \
+                 (full mode) with another set-up than this run at commit def5678 (full mode): \
+                 go on with the same commit, mode, QEMU, machine and guest packages, or \
+                 choose another --out"
+            )
+        );
+        let mut other_qemu = stamp("abc1234");
+        other_qemu.qemu_version = "QEMU emulator version 10.0.2".to_owned();
+        assert!(error(&other_qemu).contains("with another set-up"));
+        let mut dirty = stamp("abc1234");
+        dirty.dirty = true;
+        assert_eq!(
+            error(&dirty),
+            "--resume: the checkout has uncommitted changes; a run goes on only at the clean \
+             commit its rows were measured at"
+        );
+        fs::write(rows_dir(&out).join("broken.json"), "{").unwrap();
+        assert!(error(&stamp("abc1234")).starts_with(&format!(
+            "--resume: {shown}/rows/broken.json is not a finished row"
+        )));
     }
 
     #[test]

@@ -47,6 +47,34 @@ pub struct Provenance {
     pub runs: Vec<RunCommand>,
 }
 
+/// What a row measured in an earlier sitting of a run must share with this one to join its
+/// report (`cargo xtask bench --resume`): everything of the provenance that decides a
+/// figure. The configuration files are the commit's, as the tree must be clean.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub mode: String,
+    pub commit: String,
+    pub dirty: bool,
+    pub qemu_version: String,
+    pub qemu_flags: String,
+    pub linux_versions: Vec<String>,
+    pub xen_version: String,
+}
+
+impl Provenance {
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            mode: self.mode.clone(),
+            commit: self.commit.clone(),
+            dirty: self.dirty,
+            qemu_version: self.qemu_version.clone(),
+            qemu_flags: self.qemu_flags.clone(),
+            linux_versions: self.linux_versions.clone(),
+            xen_version: self.xen_version.clone(),
+        }
+    }
+}
+
 /// Options of every run: the board's machine, memory and further arguments, the CPU and
 /// deterministic time.
 pub fn qemu_flags(platform: Platform, cpu: Cpu) -> String {
