@@ -170,20 +170,11 @@ pub fn run(options: &Options) -> Result<PathBuf> {
     } else {
         Vec::new()
     };
-    saved.retain(|s| {
-        measured
-            .iter()
-            .any(|(row, _)| s.config == row.config && s.guest == row.guest.name())
-    });
-    let is_saved = |row: &Row| {
-        saved
-            .iter()
-            .any(|s| s.config == row.config && s.guest == row.guest.name())
-    };
+    saved.retain(|s| measured.iter().any(|(row, _)| s.is_of(row)));
     let to_run: Vec<(&Row, Boot)> = measured
         .iter()
         .copied()
-        .filter(|(row, _)| !is_saved(row))
+        .filter(|(row, _)| !saved.iter().any(|s| s.is_of(row)))
         .collect();
     let ivc_experiments = matrix::ivc_experiments(mode);
     let total = to_run
@@ -487,6 +478,13 @@ struct SavedRow {
     outcome: RowOutcome,
 }
 
+impl SavedRow {
+    /// Whether this is the kept outcome of the matrix's `row`.
+    fn is_of(&self, row: &Row) -> bool {
+        self.config == row.config && self.guest == row.guest.name()
+    }
+}
+
 /// The folder of a run's finished rows.
 fn rows_dir(out: &Path) -> PathBuf {
     out.join("rows")
@@ -495,17 +493,13 @@ fn rows_dir(out: &Path) -> PathBuf {
 impl Bench {
     /// Keeps `row`'s outcome in the output folder's `rows/` and hands it back.
     fn save_row(&self, row: &Row, outcome: RowOutcome) -> Result<RowOutcome> {
-        let dir = rows_dir(&self.out);
-        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let saved = SavedRow {
             config: row.config.to_owned(),
             guest: row.guest.name().to_owned(),
             stamp: self.stamp.clone(),
             outcome,
         };
-        let file = dir.join(format!("{}-{}.json", saved.config, saved.guest));
-        let json = serde_json::to_string(&saved).context("encoding a finished row")?;
-        fs::write(&file, json).with_context(|| format!("writing {}", file.display()))?;
+        write_row(&self.out, &saved)?;
         Ok(saved.outcome)
     }
 }
@@ -528,6 +522,19 @@ fn check_resumable(out: &Path, dirty: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Writes `saved` as `<out>/rows/<config>-<guest>.json`, whole or not at all: a run killed
+/// mid-write leaves only a `.json.partial` file, which `--resume` does not read, so that
+/// row is measured again.
+fn write_row(out: &Path, saved: &SavedRow) -> Result<()> {
+    let dir = rows_dir(out);
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = dir.join(format!("{}-{}.json", saved.config, saved.guest));
+    let partial = file.with_extension("json.partial");
+    let json = serde_json::to_string(saved).context("encoding a finished row")?;
+    fs::write(&partial, json).with_context(|| format!("writing {}", partial.display()))?;
+    fs::rename(&partial, &file).with_context(|| format!("writing {}", file.display()))
 }
 
 /// The rows an earlier sitting of this run finished (`--resume`), each measured with
@@ -775,16 +782,10 @@ mod tests {
         }
     }
 
-    fn save(out: &Path, row: &SavedRow) {
-        fs::create_dir_all(rows_dir(out)).unwrap();
-        let file = rows_dir(out).join(format!("{}-{}.json", row.config, row.guest));
-        fs::write(file, serde_json::to_string(row).unwrap()).unwrap();
-    }
-
     #[test]
     fn a_resumed_run_keeps_the_rows_measured_with_its_stamp() {
         let out = out_dir("resume-kept");
-        save(&out, &saved_row("abc1234"));
+        write_row(&out, &saved_row("abc1234")).unwrap();
         let rows = saved_rows(&out, &stamp("abc1234")).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(
@@ -793,6 +794,17 @@ mod tests {
         );
         assert_eq!(rows[0].outcome.runs.len(), 1);
         assert_eq!(rows[0].outcome.not_measured[0].reason, "y");
+        assert!(!rows_dir(&out).join("solo-freertos.json.partial").exists());
+    }
+
+    #[test]
+    fn a_row_cut_off_mid_write_is_measured_again() {
+        let out = out_dir("resume-partial");
+        write_row(&out, &saved_row("abc1234")).unwrap();
+        fs::write(rows_dir(&out).join("solo-linux.json.partial"), "{\"config\":").unwrap();
+        let rows = saved_rows(&out, &stamp("abc1234")).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].guest, "freertos");
     }
 
     #[test]
@@ -804,7 +816,7 @@ mod tests {
             error(&stamp("abc1234")),
             format!("--resume: {shown} holds no finished rows ({shown}/rows/ is missing)")
         );
-        save(&out, &saved_row("abc1234"));
+        write_row(&out, &saved_row("abc1234")).unwrap();
         assert_eq!(
             error(&stamp("def5678")),
             format!(
