@@ -4,11 +4,13 @@
 //! are listed with the reason (`EXPERIMENTS_NOT_RUN`).
 //! Nothing here starts QEMU or reads output.
 
+use std::fs;
 use std::path::Path;
 
 use partita_core::board::Platform;
 
 use super::parse::{Parser, SysbenchTest};
+use crate::paths;
 
 /// `quick` (short loops, minutes) or `full` (BENCHMARKS.md durations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +90,34 @@ pub enum Boot {
     /// Partita with this configuration file's fabric and its FreeRTOS VMs running the OFDM
     /// experiment (configs/ofdm.toml); the run ends when they power off.
     Fabric(&'static str),
+}
+
+impl Boot {
+    /// The configuration file a Partita boot uses (relative to the workspace root), if any.
+    pub fn config_file(&self) -> Option<&'static str> {
+        match self {
+            Boot::Partita(file)
+            | Boot::PartitaSmp(file)
+            | Boot::Beside { config: file, .. }
+            | Boot::BesideDemo(file, _)
+            | Boot::Fabric(file) => Some(file),
+            _ => None,
+        }
+    }
+
+    /// How many CPUs QEMU emulates for this boot (one when the configuration cannot be
+    /// read, which its run reports): under `-icount` QEMU runs them in turn, so the row's
+    /// wall time grows with them.
+    pub fn emulated_cpus(&self) -> u8 {
+        match self {
+            Boot::Scale { cpus, .. } | Boot::NativeLinuxSmp(cpus) => *cpus,
+            _ => self
+                .config_file()
+                .and_then(|config| fs::read_to_string(paths::root().join(config)).ok())
+                .and_then(|text| partita_config::parse(&text).ok())
+                .map_or(1, |system| system.board.cpus),
+        }
+    }
 }
 
 /// The Linux experiments of the `shared-demo` row.
@@ -690,39 +720,36 @@ pub fn freertos_bootargs(mode: Mode) -> &'static str {
     }
 }
 
-/// The FreeRTOS guest's boot arguments beside a Linux load: the latency experiments only,
-/// started 1.5 s after boot (Linux reaches its job after about 0.9 s and starts its load
-/// at once). Samples: `beside_samples`.
-pub fn beside_bootargs(mode: Mode) -> String {
-    latency_bootargs(mode, beside_samples(mode))
-}
-
-/// `beside_bootargs` with `samples` latency samples.
-fn latency_bootargs(mode: Mode, samples: u32) -> String {
+/// The FreeRTOS guest's boot arguments beside a Linux load on a system of `cpus` CPUs: the
+/// latency experiments only, started 1.5 s after boot (Linux reaches its job after about
+/// 0.9 s and starts its load at once). Samples: `latency_samples`.
+pub fn beside_bootargs(mode: Mode, cpus: u8) -> String {
     format!(
-        "bench=latency bench.mode={} bench.samples={samples} bench.delay_ms={BESIDE_DELAY_MS}",
+        "bench=latency bench.mode={} bench.samples={} bench.delay_ms={BESIDE_DELAY_MS}",
         mode.name(),
+        latency_samples(mode, cpus)
     )
 }
 
-/// The FreeRTOS boot arguments of a scale system of `cpus` CPUs: `beside_bootargs`, but
-/// with several CPUs 5,000 samples in full mode (`scale_samples`).
-pub fn scale_bootargs(mode: Mode, cpus: u8) -> String {
-    latency_bootargs(mode, scale_samples(mode, cpus))
-}
-
-/// Latency samples of a scale system of `cpus` CPUs: `beside_samples`, but 5,000 in full
-/// mode when it has several CPUs. QEMU runs the CPUs in turn under `-icount`, so such a
-/// system executes many more instructions per virtual millisecond: full `scale-2vm-3cpu`
-/// was killed at the one-hour limit of a boot after 334e9 instructions at 7922e3e
-/// (2026-11-27; its quick run, 1,000 samples, took 24e9), and `scale-2vm-4cpu` needed 198e9.
-/// Its figures are minima and means of paths, which need fewer samples than a worst case.
-pub fn scale_samples(mode: Mode, cpus: u8) -> u32 {
+/// Latency samples of a FreeRTOS row beside Linux on a system of `cpus` CPUs (the split,
+/// mixed and scale systems): `beside_samples`, but `MULTI_CPU_SAMPLES` in full mode when it
+/// has several CPUs. QEMU runs the CPUs in turn under `-icount`, so a FreeRTOS sample there
+/// waits for the other CPUs' turns: the latencies are QEMU's (a mean of 1.5 to 12 ms), and
+/// each sample costs that much more virtual time. At 7bc5778 (2026-12-01, 20,000 samples),
+/// full `split-hackbench` took 78e9 instructions and 16 minutes, `mixed-hackbench` and
+/// `mixed-migrate-hackbench` 27 minutes each, and `scale-2vm-3cpu` (5,000 samples) was
+/// killed at the one-hour limit of a boot after 132e9: the whole run could not fit its 90
+/// minutes. What those rows compare, the minima of the paths, needs few samples.
+pub fn latency_samples(mode: Mode, cpus: u8) -> u32 {
     match mode {
-        Mode::Full if cpus > 1 => 5_000,
+        Mode::Full if cpus > 1 => MULTI_CPU_SAMPLES,
         _ => beside_samples(mode),
     }
 }
+
+/// Full-mode latency samples of a system of several CPUs (`latency_samples`): BENCHMARKS.md's
+/// quick count.
+pub const MULTI_CPU_SAMPLES: u32 = 2_000;
 
 /// Latency samples beside a Linux load: 1,000 quick, 20,000 full (BENCHMARKS.md asks
 /// 2,000 and 100,000). A busy pCPU costs about 1e9 emulated instructions per virtual
@@ -887,12 +914,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scale_systems_of_several_cpus_take_fewer_full_samples() {
-        assert_eq!(scale_samples(Mode::Full, 1), beside_samples(Mode::Full));
-        assert_eq!(scale_samples(Mode::Full, 3), 5_000);
-        assert_eq!(scale_samples(Mode::Quick, 4), beside_samples(Mode::Quick));
-        assert!(scale_bootargs(Mode::Full, 2).contains("bench.samples=5000 "));
-        assert_eq!(scale_bootargs(Mode::Full, 1), beside_bootargs(Mode::Full));
+    fn systems_of_several_cpus_take_fewer_full_samples() {
+        assert_eq!(latency_samples(Mode::Full, 1), beside_samples(Mode::Full));
+        assert_eq!(latency_samples(Mode::Full, 2), MULTI_CPU_SAMPLES);
+        assert_eq!(latency_samples(Mode::Full, 3), MULTI_CPU_SAMPLES);
+        assert!(MULTI_CPU_SAMPLES < beside_samples(Mode::Full));
+        assert_eq!(latency_samples(Mode::Quick, 4), beside_samples(Mode::Quick));
+        assert!(beside_bootargs(Mode::Full, 2).contains("bench.samples=2000 "));
+        assert!(beside_bootargs(Mode::Full, 1).contains("bench.samples=20000 "));
     }
 
     #[test]
@@ -1002,7 +1031,7 @@ mod tests {
             assert!(job.len() <= MAX_JOB);
         }
         assert_eq!(
-            beside_bootargs(Mode::Full),
+            beside_bootargs(Mode::Full, 1),
             "bench=latency bench.mode=full bench.samples=20000 bench.delay_ms=1500"
         );
     }

@@ -77,18 +77,6 @@ fn deadline(mode: Mode, guest: Guest) -> Duration {
     })
 }
 
-/// The configuration file a Partita boot uses, if any.
-fn config_file(boot: &Boot) -> Option<&'static str> {
-    match boot {
-        Boot::Partita(file)
-        | Boot::PartitaSmp(file)
-        | Boot::Beside { config: file, .. }
-        | Boot::BesideDemo(file, _)
-        | Boot::Fabric(file) => Some(file),
-        _ => None,
-    }
-}
-
 /// The names of a Partita boot's VMs in configuration order (for the guest's counter
 /// lines, which name VMs by index); empty without Partita. A FreeRTOS row beside a load
 /// reads them from its configuration (the two-RTOS system has three VMs).
@@ -112,19 +100,6 @@ fn configured_vm_names(config: &str) -> Vec<String> {
         .and_then(|text| partita_config::parse(&text).ok())
         .map(|system| system.vms.into_iter().map(|vm| vm.name).collect())
         .unwrap_or_default()
-}
-
-/// How many CPUs QEMU emulates for `boot` (one when the configuration cannot be read,
-/// which its run reports): under `-icount` QEMU runs them in turn, so the row's wall time
-/// grows with them.
-fn emulated_cpus(boot: &Boot) -> u8 {
-    match boot {
-        Boot::Scale { cpus, .. } | Boot::NativeLinuxSmp(cpus) => *cpus,
-        _ => config_file(boot)
-            .and_then(|config| fs::read_to_string(paths::root().join(config)).ok())
-            .and_then(|text| partita_config::parse(&text).ok())
-            .map_or(1, |system| system.board.cpus),
-    }
 }
 
 /// Runs the benchmark and returns the output folder.
@@ -154,7 +129,7 @@ pub fn run(options: &Options) -> Result<PathBuf> {
     prepare(&measured, &cache)?;
     let mut config_files: Vec<&str> = measured
         .iter()
-        .filter_map(|(_, boot)| config_file(boot))
+        .filter_map(|(_, boot)| boot.config_file())
         .collect();
     config_files.dedup();
     let flags = provenance::qemu_flags(options.board, options.cpu);
@@ -268,7 +243,7 @@ impl Bench {
         // The rows with the most emulated CPUs, the longest, start first, so that none of
         // them is left to run alone at the end.
         let mut order: Vec<usize> = (0..measured.len()).collect();
-        order.sort_by_key(|&index| std::cmp::Reverse(emulated_cpus(&measured[index].1)));
+        order.sort_by_key(|&index| std::cmp::Reverse(measured[index].1.emulated_cpus()));
         let next = AtomicUsize::new(0);
         let outcomes: Vec<Mutex<Option<Result<RowOutcome>>>> =
             measured.iter().map(|_| Mutex::new(None)).collect();
@@ -801,7 +776,11 @@ mod tests {
     fn a_row_cut_off_mid_write_is_measured_again() {
         let out = out_dir("resume-partial");
         write_row(&out, &saved_row("abc1234")).unwrap();
-        fs::write(rows_dir(&out).join("solo-linux.json.partial"), "{\"config\":").unwrap();
+        fs::write(
+            rows_dir(&out).join("solo-linux.json.partial"),
+            "{\"config\":",
+        )
+        .unwrap();
         let rows = saved_rows(&out, &stamp("abc1234")).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].guest, "freertos");
@@ -867,7 +846,7 @@ mod tests {
 
     #[test]
     fn rows_know_how_many_cpus_qemu_emulates_for_them() {
-        let cpus = |config, guest| emulated_cpus(&row(config, guest).boot);
+        let cpus = |config, guest| row(config, guest).boot.emulated_cpus();
         assert_eq!(cpus("scale-4vm-4cpu", Guest::FreeRtos), 4);
         assert_eq!(cpus("scale-2vm-3cpu", Guest::FreeRtos), 3);
         assert_eq!(cpus("mixed-hackbench", Guest::FreeRtos), 2);

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use super::formula::{overhead, overhead_interval, performance_ratio, Sample};
 use super::matrix::{
     beside_samples, Boot, Headline, Mode, BESIDE_DELAY_MS, CONFIGS, IVC_HEADLINES, LINUX_HEADLINES,
-    ROWS, RTOS_HEADLINES,
+    MULTI_CPU_SAMPLES, ROWS, RTOS_HEADLINES,
 };
 use super::record::{Record, Results};
 use partita_core::counters::UART_WRITE_UNCOUNTED;
@@ -60,6 +60,13 @@ fn header(out: &mut String, results: &Results) {
         )
     } else {
         format!("{} samples per row", beside_samples(mode))
+    };
+    let samples = match mode {
+        Mode::Full => format!(
+            "{samples}; a system of several CPUs, {MULTI_CPU_SAMPLES} \
+             (`matrix::latency_samples`)"
+        ),
+        Mode::Quick => samples,
     };
     // The shared system is the board's (configs/default.toml, or configs/<board>/default.toml
     // with `--board`); split and Xen rows run on qemu-virt only, so say what this run had.
@@ -799,8 +806,9 @@ fn scale(out: &mut String, results: &Results) {
          receiving end of a cross-CPU injection. With several CPUs, QEMU runs them in turn \
          on one clock (`-icount`), so a sample that spans a change of turn also counts the \
          other CPUs' instructions: there the means are QEMU's, and the minima compare. \
-         In full mode a system of several CPUs takes 5,000 latency samples \
-         (`matrix::scale_samples`), one CPU the others' 20,000.\n"
+         In full mode a system of several CPUs takes {MULTI_CPU_SAMPLES} latency samples \
+         (`matrix::latency_samples`), one CPU {}.\n",
+        beside_samples(Mode::Full)
     );
     let heads: Vec<String> = SCALE_COLUMNS
         .iter()

@@ -16,8 +16,7 @@ use partita_core::board::Platform;
 
 use super::console::{clean, BEGIN};
 use super::matrix::{
-    beside_bootargs, freertos_bootargs, scale_bootargs, scale_config, scale_load, Boot, Load, Mode,
-    FREERTOS_SOLO,
+    beside_bootargs, freertos_bootargs, scale_config, scale_load, Boot, Load, Mode, FREERTOS_SOLO,
 };
 use crate::build::{self, ConsoleUse};
 use crate::config::System;
@@ -129,7 +128,11 @@ pub fn command(
             partita(&image, &system, cpu)
         }
         Boot::Beside { config, load } => {
-            let bootargs = format!("{}{}", beside_bootargs(mode), load.rtos_bootargs());
+            let bootargs = format!(
+                "{}{}",
+                beside_bootargs(mode, boot.emulated_cpus()),
+                load.rtos_bootargs()
+            );
             beside(&paths::root().join(config), load, &bootargs, files, cpu)?
         }
         Boot::Scale { vms, cpus } => {
@@ -145,7 +148,7 @@ pub fn command(
             beside(
                 &config,
                 scale_load(cpus),
-                &scale_bootargs(mode, cpus),
+                &beside_bootargs(mode, cpus),
                 files,
                 cpu,
             )?
@@ -156,7 +159,7 @@ pub fn command(
             cache,
             files,
             Some(Some(&load.job())),
-            Some(&beside_bootargs(mode)),
+            Some(&beside_bootargs(mode, 1)),
         )?),
     })
 }
